@@ -1,0 +1,41 @@
+# Two commands on a fresh machine: `make run` and `make test` (see README.md).
+
+GO        ?= go
+TEMPORAL_VERSION := v1.5.1
+# The temporal CLI on PATH if there is one, else the pinned build in bin/.
+TEMPORAL  ?= $(or $(shell command -v temporal 2>/dev/null),$(CURDIR)/bin/temporal)
+
+.PHONY: run test test-short fuzz build vet fmt clean doctor
+
+build: bin/bbs
+
+bin/bbs: FORCE
+	$(GO) build -o bin/bbs ./cmd/bbs
+
+# Newer tags of the CLI carry replace directives and cannot be `go install`ed.
+$(CURDIR)/bin/temporal:
+	@echo "building the Temporal CLI $(TEMPORAL_VERSION) into bin/ (first time only, ~5 minutes)"
+	GOBIN=$(CURDIR)/bin $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_VERSION)
+
+## run: the whole system on embedded defaults (PostgreSQL under .data/ unless DATABASE_URL is set).
+run: bin/bbs $(TEMPORAL)
+	bin/bbs dev --temporal-bin $(TEMPORAL)
+
+## test: every test, against a throwaway PostgreSQL unless DATABASE_URL is set.
+test: $(TEMPORAL)
+	TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 20m ./...
+
+## fuzz: run the request-decoding fuzzer for a while (the corpus is replayed by `make test`).
+fuzz:
+	$(GO) test ./api -run '^$$' -fuzz FuzzDecodeRequests -fuzztime 60s
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -l -w .
+
+clean:
+	rm -rf bin/bbs
+
+FORCE:

@@ -1,0 +1,121 @@
+package api
+
+import (
+	"context"
+
+	"github.com/updatable-lrps/bbs/model"
+)
+
+type actualLRPFilterRequest struct {
+	model.ActualLRPFilter
+}
+
+type actualLRPGroupsFilterRequest struct {
+	Domain string `json:"domain,omitempty"`
+	CellID string `json:"cell_id,omitempty"`
+}
+
+type actualLRPGroupByIndexRequest struct {
+	ProcessGUID string `json:"process_guid"`
+	Index       *int32 `json:"index"`
+}
+
+func (r *actualLRPGroupByIndexRequest) Validate() error {
+	if err := model.ValidateGUID("process_guid", r.ProcessGUID); err != nil {
+		return err
+	}
+	return validateIndex(r.Index)
+}
+
+type retireRequest struct {
+	Key *retireKey `json:"actual_lrp_key"`
+}
+
+// retireKey is an ActualLRPKey whose index must be given explicitly.
+type retireKey struct {
+	ProcessGUID  string `json:"process_guid"`
+	Index        *int32 `json:"index"`
+	Domain       string `json:"domain"`
+	DefinitionID string `json:"definition_id,omitempty"`
+}
+
+func (r *retireRequest) Validate() error {
+	if r.Key == nil {
+		return model.Errorf(model.ErrInvalidRequest, "actual_lrp_key is required")
+	}
+	if err := model.ValidateGUID("actual_lrp_key.process_guid", r.Key.ProcessGUID); err != nil {
+		return err
+	}
+	if r.Key.DefinitionID != "" {
+		if err := model.ValidateGUID("actual_lrp_key.definition_id", r.Key.DefinitionID); err != nil {
+			return err
+		}
+	}
+	return validateIndex(r.Key.Index)
+}
+
+func validateIndex(i *int32) error {
+	if i == nil {
+		return model.Errorf(model.ErrInvalidRequest, "index is required")
+	}
+	if *i < 0 {
+		return model.Errorf(model.ErrInvalidRequest, "index must be >= 0")
+	}
+	return nil
+}
+
+type actualLRPsResponse struct {
+	ActualLRPs []model.ActualLRP `json:"actual_lrps"`
+}
+
+type actualLRPGroupsResponse struct {
+	Groups []model.ActualLRPGroup `json:"actual_lrp_groups"`
+}
+
+type actualLRPGroupResponse struct {
+	Group *model.ActualLRPGroup `json:"actual_lrp_group"`
+}
+
+func (s *Server) listActualLRPs(ctx context.Context, req *actualLRPFilterRequest) (actualLRPsResponse, error) {
+	lrps, err := s.store.ActualLRPs(ctx, req.ActualLRPFilter)
+	return actualLRPsResponse{ActualLRPs: lrps}, err
+}
+
+func (s *Server) listActualLRPGroups(ctx context.Context, req *actualLRPGroupsFilterRequest) (actualLRPGroupsResponse, error) {
+	return s.groups(ctx, model.ActualLRPFilter{Domain: req.Domain, CellID: req.CellID})
+}
+
+func (s *Server) listActualLRPGroupsByProcessGUID(ctx context.Context, req *processGUIDRequest) (actualLRPGroupsResponse, error) {
+	return s.groups(ctx, model.ActualLRPFilter{ProcessGUID: req.ProcessGUID})
+}
+
+func (s *Server) groups(ctx context.Context, f model.ActualLRPFilter) (actualLRPGroupsResponse, error) {
+	lrps, err := s.store.ActualLRPs(ctx, f)
+	if err != nil {
+		return actualLRPGroupsResponse{}, err
+	}
+	groups := model.GroupActualLRPs(lrps)
+	if groups == nil {
+		groups = []model.ActualLRPGroup{}
+	}
+	return actualLRPGroupsResponse{Groups: groups}, nil
+}
+
+func (s *Server) actualLRPGroupByProcessGUIDAndIndex(ctx context.Context, req *actualLRPGroupByIndexRequest) (actualLRPGroupResponse, error) {
+	g, err := s.store.ActualLRPGroupByProcessGUIDAndIndex(ctx, req.ProcessGUID, *req.Index)
+	return actualLRPGroupResponse{Group: g}, err
+}
+
+func (s *Server) retireActualLRP(ctx context.Context, req *retireRequest) (emptyResponse, error) {
+	toStop, err := s.store.RetireActualLRP(ctx, model.ActualLRPKey{
+		ProcessGUID: req.Key.ProcessGUID, DefinitionID: req.Key.DefinitionID,
+		Index: *req.Key.Index, Domain: req.Key.Domain,
+	})
+	if err != nil {
+		return emptyResponse{}, err
+	}
+	if toStop != nil {
+		s.stop(ctx, []model.ActualLRP{*toStop})
+	}
+	return emptyResponse{}, nil
+}

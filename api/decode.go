@@ -1,0 +1,77 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// MaxRequestBytes is the largest request body accepted (API.md: 1 MiB).
+const MaxRequestBytes = 1 << 20
+
+// readBody reads a request body of at most MaxRequestBytes.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, model.Errorf(model.ErrRequestTooLarge, "request body is larger than %d bytes", MaxRequestBytes)
+		}
+		return nil, model.Errorf(model.ErrInvalidRequest, "could not read the request body: %v", err)
+	}
+	return body, nil
+}
+
+// decodeRequest parses a BBS-style request body into v. An empty body is an empty request;
+// text that is not JSON is InvalidJSON; JSON of the wrong shape or types is InvalidRequest.
+func decodeRequest(body []byte, v any) error {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil
+	}
+	if !json.Valid(body) {
+		return model.Errorf(model.ErrInvalidJSON, "the request body is not valid JSON")
+	}
+	if body[0] != '{' {
+		return model.Errorf(model.ErrInvalidRequest, "the request body must be a JSON object")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return describeDecodeError(err)
+	}
+	return nil
+}
+
+func describeDecodeError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		field := typeErr.Field
+		if field == "" {
+			field = "value"
+		}
+		return model.Errorf(model.ErrInvalidRequest, "%s: expected %s, got JSON %s", field, describeGoType(typeErr.Type.String()), typeErr.Value)
+	}
+	return model.Errorf(model.ErrInvalidRequest, "the request body does not match the expected shape: %v", err)
+}
+
+// describeGoType names a Go type the way a JSON client thinks of it.
+func describeGoType(t string) string {
+	t = strings.TrimLeft(t, "*")
+	switch {
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+		return "an integer in range (" + t + ")"
+	case t == "string":
+		return "a string"
+	case t == "bool":
+		return "true or false"
+	case strings.HasPrefix(t, "[]"):
+		return "an array"
+	case strings.HasPrefix(t, "map["), strings.Contains(t, "."):
+		return "an object"
+	}
+	return t
+}

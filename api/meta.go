@@ -1,0 +1,33 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+type pingResponse struct {
+	Available bool `json:"available"`
+}
+
+// ping reports whether the BBS can serve: schema in place and database answering.
+func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	writeJSON(w, http.StatusOK, pingResponse{Available: s.ready.Load() && s.store.Ping(ctx) == nil})
+}
+
+// healthz is for process supervisors and load balancers: 200 when the database answers.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.store.Ping(ctx); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "database unavailable"})
+		return
+	}
+	if !s.ready.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "migrating"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}

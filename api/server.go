@@ -1,0 +1,225 @@
+// Package api is the BBS HTTP surface of API.md: it validates requests at the edge, calls the
+// store, and maps every error to its type and status in one place.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/model"
+	"go.uber.org/zap"
+)
+
+// Store is what the API needs of the database layer.
+type Store interface {
+	Ping(ctx context.Context) error
+	UpsertDomain(ctx context.Context, d model.Domain) error
+	FreshDomains(ctx context.Context) ([]string, error)
+	DesireLRP(ctx context.Context, d *model.DesiredLRP) (*model.DesiredLRP, error)
+	DesiredLRPByProcessGUID(ctx context.Context, guid string) (*model.DesiredLRP, error)
+	DesiredLRPs(ctx context.Context, f model.DesiredLRPFilter) ([]model.DesiredLRP, error)
+	DesiredLRPSchedulingInfos(ctx context.Context, f model.DesiredLRPFilter) ([]model.DesiredLRPSchedulingInfo, error)
+	UpdateDesiredLRP(ctx context.Context, guid string, u *model.DesiredLRPUpdate) (*db.UpdateResult, error)
+	RemoveDesiredLRP(ctx context.Context, guid string) (*db.RemoveResult, error)
+	LRPDeploymentByProcessGUID(ctx context.Context, guid string) (*model.LRPDeployment, error)
+	LRPDeployments(ctx context.Context, f model.DesiredLRPFilter) ([]model.LRPDeployment, error)
+	ActualLRPs(ctx context.Context, f model.ActualLRPFilter) ([]model.ActualLRP, error)
+	ActualLRPGroupByProcessGUIDAndIndex(ctx context.Context, guid string, index int32) (*model.ActualLRPGroup, error)
+	RetireActualLRP(ctx context.Context, key model.ActualLRPKey) (*model.ActualLRP, error)
+	Rollouts(ctx context.Context, f model.RolloutFilter) ([]model.Rollout, error)
+	RolloutByProcessGUID(ctx context.Context, guid string) (*model.Rollout, error)
+	Cells(ctx context.Context) ([]model.CellPresence, error)
+}
+
+// Stopper asks cells to stop CLAIMED or RUNNING instances; the cells then remove the records.
+type Stopper interface {
+	StopInstances(ctx context.Context, lrps []model.ActualLRP) error
+}
+
+// Server serves the HTTP API.
+type Server struct {
+	store   Store
+	stopper Stopper
+	log     *zap.Logger
+	metrics *metrics
+	ready   atomic.Bool
+	router  chi.Router
+}
+
+// NewServer builds the API over store. stopper may be nil while no cell can run instances;
+// instances that would need a stop are then logged. The server answers Unavailable until
+// MarkReady is called (after migrations).
+func NewServer(store Store, stopper Stopper, log *zap.Logger) *Server {
+	s := &Server{store: store, stopper: stopper, log: log.Named("api"), metrics: newMetrics()}
+	s.router = s.routes()
+	return s
+}
+
+// MarkReady lets requests through once the database schema is in place.
+func (s *Server) MarkReady() { s.ready.Store(true) }
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID, s.metrics.middleware, s.accessLog, s.recoverer)
+	r.Get("/healthz", s.healthz)
+	r.Handle("/metrics", s.metrics.handler())
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, model.Errorf(model.ErrResourceNotFound, "no route %s %s", r.Method, r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, model.Errorf(model.ErrInvalidRequest, "method %s is not allowed on %s", r.Method, r.URL.Path))
+	})
+
+	r.Group(func(r chi.Router) {
+		r.Use(s.requireReady)
+		r.Post("/v1/ping", s.ping)
+
+		r.Post("/v1/domains/upsert", handle(s, s.upsertDomain))
+		r.Post("/v1/domains/list", handle(s, s.listDomains))
+
+		r.Post("/v1/desired_lrp/desire", handle(s, s.desireLRP))
+		r.Post("/v1/desired_lrps/get_by_process_guid", handle(s, s.desiredLRPByProcessGUID))
+		r.Post("/v1/desired_lrps/list", handle(s, s.listDesiredLRPs))
+		r.Post("/v1/desired_lrp_scheduling_infos/list", handle(s, s.listSchedulingInfos))
+		r.Post("/v1/desired_lrp/update", handle(s, s.updateDesiredLRP))
+		r.Post("/v1/desired_lrp/cancel_update", handle(s, s.cancelUpdate))
+		r.Post("/v1/desired_lrp/rollback", handle(s, s.rollback))
+		r.Post("/v1/desired_lrp/remove", handle(s, s.removeDesiredLRP))
+
+		r.Post("/v1/lrp_deployments/create", handle(s, s.createLRPDeployment))
+		r.Post("/v1/lrp_deployments/update", handle(s, s.updateLRPDeployment))
+		r.Post("/v1/lrp_deployments/activate", handle(s, s.activateLRPDeployment))
+		r.Post("/v1/lrp_deployments/delete", handle(s, s.deleteLRPDeployment))
+		r.Post("/v1/lrp_deployments/get_by_process_guid", handle(s, s.lrpDeploymentByProcessGUID))
+		r.Post("/v1/lrp_deployments/list", handle(s, s.listLRPDeployments))
+
+		r.Post("/v1/actual_lrps/list", handle(s, s.listActualLRPs))
+		r.Post("/v1/actual_lrp_groups/list", handle(s, s.listActualLRPGroups))
+		r.Post("/v1/actual_lrp_groups/list_by_process_guid", handle(s, s.listActualLRPGroupsByProcessGUID))
+		r.Post("/v1/actual_lrp_groups/get_by_process_guid_and_index", handle(s, s.actualLRPGroupByProcessGUIDAndIndex))
+		r.Post("/v1/actual_lrps/retire", handle(s, s.retireActualLRP))
+
+		r.Post("/v1/rollouts/list", handle(s, s.listRollouts))
+		r.Post("/v1/rollouts/get", handle(s, s.getRollout))
+
+		r.Post("/v1/cells/list", handle(s, s.listCells))
+	})
+	return r
+}
+
+// validator is a request that checks itself after decoding.
+type validator interface{ Validate() error }
+
+// decodeAndValidate turns a request body into a validated Req: the whole edge of the API.
+func decodeAndValidate[Req any](body []byte) (*Req, error) {
+	req := new(Req)
+	if err := decodeRequest(body, req); err != nil {
+		return nil, err
+	}
+	if v, ok := any(req).(validator); ok {
+		if err := v.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	return req, nil
+}
+
+// handle adapts a typed handler: it reads, decodes and validates the body, calls fn, and
+// writes the response or the error.
+func handle[Req, Resp any](s *Server, fn func(ctx context.Context, req *Req) (Resp, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := readBody(w, r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		req, err := decodeAndValidate[Req](body)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		resp, err := fn(r.Context(), req)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, resp)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) requireReady(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.ready.Load() {
+			s.writeError(w, r, model.Errorf(model.ErrUnavailable, "the database schema is being migrated, retry shortly"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recoverer turns a panic into an UnknownError response, so that a bug in one request neither
+// kills the server nor leaves the client hanging.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.Error("panic", zap.Any("panic", p), zap.Stack("stack"))
+				s.writeError(w, r, errPanic)
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+var errPanic = &panicError{}
+
+type panicError struct{}
+
+func (*panicError) Error() string { return "handler panicked" }
+
+func (s *Server) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		next.ServeHTTP(ww, r)
+		s.log.Debug("request", zap.String("method", r.Method), zap.String("path", r.URL.Path),
+			zap.Int("status", ww.Status()), zap.Duration("took", time.Since(start)),
+			zap.String("request_id", middleware.GetReqID(r.Context())))
+	})
+}
+
+// stop hands instances to the cells that run them.
+func (s *Server) stop(ctx context.Context, lrps []model.ActualLRP) {
+	if len(lrps) == 0 {
+		return
+	}
+	if s.stopper == nil {
+		for _, a := range lrps {
+			s.log.Warn("no cell client configured: instance left for convergence to stop",
+				zap.String("process_guid", a.ProcessGUID), zap.Int32("index", a.Index), zap.String("cell_id", a.CellID))
+		}
+		return
+	}
+	if err := s.stopper.StopInstances(ctx, lrps); err != nil {
+		// The records stay; convergence stops what is still running.
+		s.log.Warn("stopping instances", zap.Error(err))
+	}
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// envOr returns the environment variable name, or def when it is unset or empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// secretFromEnv reads a secret from $NAME or from the file named by $NAME_FILE, never from a
+// flag, which `ps` would show.
+func secretFromEnv(name string) (string, error) {
+	if v := os.Getenv(name); v != "" {
+		return v, nil
+	}
+	if path := os.Getenv(name + "_FILE"); path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("read %s_FILE: %w", name, err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	return "", nil
+}
+
+func requireDatabaseURL() (string, error) {
+	url, err := secretFromEnv("DATABASE_URL")
+	if err != nil {
+		return "", err
+	}
+	if url == "" {
+		return "", errors.New("DATABASE_URL (or DATABASE_URL_FILE) is not set")
+	}
+	return url, nil
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/updatable-lrps/bbs/internal/pgcluster"
+	"github.com/updatable-lrps/bbs/internal/temporaldev"
+	"github.com/updatable-lrps/bbs/worker"
+	"go.uber.org/zap"
+)
+
+// runDevCommand runs the whole system on one machine, as `make run` does: a private
+// PostgreSQL cluster under the data directory (unless DATABASE_URL is set), the Temporal dev
+// server with its Web UI, migrations, the API and the worker. Ctrl-C stops all of it; the
+// next run resumes with the data kept.
+func runDevCommand(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	dataDir := fs.String("data-dir", envOr("BBS_DATA_DIR", ".data"), "where PostgreSQL and Temporal keep their state [BBS_DATA_DIR]")
+	apiAddr := fs.String("listen", envOr("BBS_LISTEN_ADDR", "127.0.0.1:8889"), "API address [BBS_LISTEN_ADDR]")
+	pgPort := fs.Int("pg-port", 54329, "port of the private PostgreSQL (ignored when DATABASE_URL is set)")
+	temporalBin := fs.String("temporal-bin", envOr("TEMPORAL_BIN", ""), "temporal CLI (default: bin/temporal, else temporal on PATH) [TEMPORAL_BIN]")
+	temporalPort := fs.Int("temporal-port", 7233, "Temporal frontend port")
+	uiPort := fs.Int("temporal-ui-port", 8233, "Temporal Web UI port")
+	logLevel := fs.String("log-level", envOr("BBS_LOG_LEVEL", "info"), "debug, info, warn or error [BBS_LOG_LEVEL]")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(*logLevel, true)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+	dir, err := filepath.Abs(*dataDir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+
+	dbURL, err := secretFromEnv("DATABASE_URL")
+	if err != nil {
+		return err
+	}
+	pgNote := "(from DATABASE_URL)"
+	if dbURL == "" {
+		log.Info("starting PostgreSQL", zap.String("data", filepath.Join(dir, "postgres")))
+		pg, err := pgcluster.Start(ctx, pgcluster.Config{
+			DataDir: filepath.Join(dir, "postgres"),
+			Port:    *pgPort,
+			LogFile: filepath.Join(dir, "postgres.log"),
+		})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			log.Info("stopping PostgreSQL")
+			if err := pg.Stop(); err != nil {
+				log.Error("stopping PostgreSQL", zap.Error(err))
+			}
+		}()
+		if err := pg.CreateDatabase(ctx, "bbs"); err != nil {
+			return err
+		}
+		dbURL = pg.URL("bbs")
+		pgNote = fmt.Sprintf("(data in %s, log %s)", filepath.Join(*dataDir, "postgres"), filepath.Join(*dataDir, "postgres.log"))
+	}
+
+	log.Info("starting the Temporal dev server")
+	temporalLog := filepath.Join(dir, "temporal.log")
+	ts, err := temporaldev.Start(ctx, temporaldev.Config{
+		Bin:     *temporalBin,
+		DBFile:  filepath.Join(dir, "temporal.db"),
+		Port:    *temporalPort,
+		UIPort:  *uiPort,
+		LogFile: temporalLog,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		log.Info("stopping the Temporal dev server")
+		ts.Stop()
+	}()
+
+	store, err := openStore(ctx, dbURL, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	a, err := startAPI(ctx, store, *apiAddr, tlsFlags{}, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		log.Info("stopping the API")
+		a.stop()
+	}()
+	tf := temporalFlags{address: ts.Address(), namespace: "default"}
+	w, c, err := startWorker(ctx, tf, log)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	defer func() {
+		log.Info("stopping the worker")
+		w.Stop()
+	}()
+
+	fmt.Printf(`
+BBS dev stack is up:
+  API           %s        try: curl -s -XPOST %s/v1/ping
+  Temporal UI   http://localhost:%d
+  Temporal      %s (namespace default, state in %s, log %s)
+  Worker        task queue %q
+  PostgreSQL    %s %s
+
+Ctrl-C stops everything; the next 'make run' resumes with the data kept.
+
+`, a.url(), a.url(), *uiPort, ts.Address(), filepath.Join(*dataDir, "temporal.db"),
+		filepath.Join(*dataDir, "temporal.log"), worker.TaskQueue, redact(dbURL), pgNote)
+
+	<-ctx.Done()
+	fmt.Println()
+	log.Info("shutting down")
+	return nil
+}
+
+// redact hides a password in a database URL before it is printed.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable DATABASE_URL)"
+	}
+	return u.Redacted()
+}

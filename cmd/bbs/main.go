@@ -1,0 +1,76 @@
+// Command bbs runs the parts of the BBS: the HTTP API, the Temporal worker, migrations, and
+// the all-in-one dev mode that `make run` uses.
+//
+//	bbs api       serve the HTTP API (DATABASE_URL)
+//	bbs worker    run the Temporal worker
+//	bbs migrate   apply database migrations and exit
+//	bbs dev       start PostgreSQL, the Temporal dev server, the API and the worker
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+const usage = `usage: bbs <command> [flags]
+
+commands:
+  api       serve the HTTP API
+  worker    run the Temporal worker (rollouts, convergence)
+  migrate   apply database migrations and exit
+  dev       run everything on one machine: a private PostgreSQL under .data/ (unless
+            DATABASE_URL is set), the Temporal dev server with its Web UI, the API and the worker
+
+Run 'bbs <command> -h' for the flags of a command. Secrets come from the environment:
+DATABASE_URL (or DATABASE_URL_FILE naming a file that holds it).
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	commands := map[string]func(ctx context.Context, args []string) error{
+		"api":     runAPICommand,
+		"worker":  runWorkerCommand,
+		"migrate": runMigrateCommand,
+		"dev":     runDevCommand,
+	}
+	cmd, ok := commands[os.Args[1]]
+	if !ok {
+		if os.Args[1] != "-h" && os.Args[1] != "--help" && os.Args[1] != "help" {
+			fmt.Fprintf(os.Stderr, "bbs: unknown command %q\n\n", os.Args[1])
+		}
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cmd(ctx, os.Args[2:]); err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(os.Stderr, "bbs %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
+
+// newLogger builds the process's one logger: JSON for services, console for the dev mode.
+func newLogger(level string, console bool) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("log level: %w", err)
+	}
+	cfg := zap.NewProductionConfig()
+	if console {
+		cfg = zap.NewDevelopmentConfig()
+		cfg.DisableStacktrace = true
+	}
+	cfg.Level = zap.NewAtomicLevelAt(lvl)
+	return cfg.Build()
+}

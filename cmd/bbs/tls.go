@@ -1,0 +1,77 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+)
+
+// tlsFlags are the mutual-TLS files a non-loopback listener requires.
+type tlsFlags struct {
+	certFile, keyFile, clientCAFile string
+}
+
+func (t *tlsFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&t.certFile, "tls-cert", envOr("BBS_TLS_CERT_FILE", ""), "server certificate (PEM) [BBS_TLS_CERT_FILE]")
+	fs.StringVar(&t.keyFile, "tls-key", envOr("BBS_TLS_KEY_FILE", ""), "server private key (PEM) [BBS_TLS_KEY_FILE]")
+	fs.StringVar(&t.clientCAFile, "tls-client-ca", envOr("BBS_TLS_CLIENT_CA_FILE", ""), "CA that signs client certificates (PEM) [BBS_TLS_CLIENT_CA_FILE]")
+}
+
+func (t *tlsFlags) enabled() bool { return t.certFile != "" || t.keyFile != "" || t.clientCAFile != "" }
+
+// listen opens addr. Loopback addresses may serve plain HTTP; any other address requires
+// mutual TLS, because whoever reaches the API can make cells run any command (as BBS does).
+func listen(addr string, t tlsFlags) (net.Listener, bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, false, fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	loopback := host == "localhost"
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		loopback = true
+	}
+	if !loopback && !t.enabled() {
+		return nil, false, fmt.Errorf("refusing to listen on %s without mutual TLS: set BBS_TLS_CERT_FILE, BBS_TLS_KEY_FILE and BBS_TLS_CLIENT_CA_FILE, or listen on 127.0.0.1", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, false, err
+	}
+	if !t.enabled() {
+		return ln, false, nil
+	}
+	cfg, err := t.config()
+	if err != nil {
+		ln.Close()
+		return nil, false, err
+	}
+	return tls.NewListener(ln, cfg), true, nil
+}
+
+func (t *tlsFlags) config() (*tls.Config, error) {
+	if t.certFile == "" || t.keyFile == "" || t.clientCAFile == "" {
+		return nil, errors.New("mutual TLS needs all of BBS_TLS_CERT_FILE, BBS_TLS_KEY_FILE and BBS_TLS_CLIENT_CA_FILE")
+	}
+	cert, err := tls.LoadX509KeyPair(t.certFile, t.keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("load TLS key pair: %w", err)
+	}
+	caPEM, err := os.ReadFile(t.clientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("read client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("no certificate found in %s", t.clientCAFile)
+	}
+	return &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		ClientCAs:    pool,
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		MinVersion:   tls.VersionTLS12,
+	}, nil
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/updatable-lrps/bbs/internal/temporalzap"
+	"github.com/updatable-lrps/bbs/worker"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+)
+
+// temporalFlags say where the Temporal frontend is.
+type temporalFlags struct {
+	address, namespace string
+}
+
+func (t *temporalFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&t.address, "temporal-address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port [TEMPORAL_ADDRESS]")
+	fs.StringVar(&t.namespace, "temporal-namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace [TEMPORAL_NAMESPACE]")
+}
+
+func (t *temporalFlags) dial(ctx context.Context, log *zap.Logger) (client.Client, error) {
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort:  t.address,
+		Namespace: t.namespace,
+		Logger:    temporalzap.New(log.Named("temporal")),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s: %w", t.address, err)
+	}
+	return c, nil
+}
+
+func runWorkerCommand(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	logLevel := fs.String("log-level", envOr("BBS_LOG_LEVEL", "info"), "debug, info, warn or error [BBS_LOG_LEVEL]")
+	var tf temporalFlags
+	tf.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(*logLevel, false)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+	w, c, err := startWorker(ctx, tf, log)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	<-ctx.Done()
+	w.Stop()
+	return nil
+}
+
+// startWorker connects to Temporal and starts polling the BBS task queue.
+func startWorker(ctx context.Context, tf temporalFlags, log *zap.Logger) (sdkworker.Worker, client.Client, error) {
+	c, err := tf.dial(ctx, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	w := worker.New(c)
+	if err := w.Start(); err != nil {
+		c.Close()
+		return nil, nil, fmt.Errorf("start worker: %w", err)
+	}
+	log.Info("worker polling", zap.String("task_queue", worker.TaskQueue), zap.String("temporal", tf.address))
+	return w, c, nil
+}

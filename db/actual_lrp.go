@@ -1,0 +1,211 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// actualRow is one row of actual_lrps.
+type actualRow struct {
+	ProcessGUID       string `db:"process_guid"`
+	DefinitionID      string `db:"definition_id"`
+	Index             int32  `db:"instance_index"`
+	Presence          string `db:"presence"`
+	Domain            string `db:"domain"`
+	State             string `db:"state"`
+	InstanceGUID      string `db:"instance_guid"`
+	CellID            string `db:"cell_id"`
+	Address           string `db:"address"`
+	Ports             []byte `db:"ports"`
+	InstanceAddress   string `db:"instance_address"`
+	PlacementError    string `db:"placement_error"`
+	Since             int64  `db:"since"`
+	CrashCount        int32  `db:"crash_count"`
+	CrashReason       string `db:"crash_reason"`
+	ModificationEpoch string `db:"modification_epoch"`
+	ModificationIndex uint32 `db:"modification_index"`
+}
+
+const actualColumns = `process_guid, definition_id, instance_index, presence, domain, state,
+    instance_guid, cell_id, address, ports, instance_address, placement_error, since,
+    crash_count, crash_reason, modification_epoch, modification_index`
+
+func (r *actualRow) model() (model.ActualLRP, error) {
+	a := model.ActualLRP{
+		ActualLRPKey: model.ActualLRPKey{
+			ProcessGUID: r.ProcessGUID, DefinitionID: r.DefinitionID, Index: r.Index, Domain: r.Domain,
+		},
+		ActualLRPInstanceKey: model.ActualLRPInstanceKey{InstanceGUID: r.InstanceGUID, CellID: r.CellID},
+		ActualLRPNetInfo:     model.ActualLRPNetInfo{Address: r.Address, InstanceAddress: r.InstanceAddress},
+		State:                r.State,
+		PlacementError:       r.PlacementError,
+		Since:                r.Since,
+		CrashCount:           r.CrashCount,
+		CrashReason:          r.CrashReason,
+		Presence:             r.Presence,
+		ModificationTag:      model.ModificationTag{Epoch: r.ModificationEpoch, Index: r.ModificationIndex},
+	}
+	if len(r.Ports) > 0 && string(r.Ports) != "[]" {
+		if err := json.Unmarshal(r.Ports, &a.Ports); err != nil {
+			return a, fmt.Errorf("decode ports of %s/%s/%d: %w", r.ProcessGUID, r.DefinitionID, r.Index, err)
+		}
+	}
+	return a, nil
+}
+
+func actualModels(rows []actualRow) ([]model.ActualLRP, error) {
+	out := make([]model.ActualLRP, 0, len(rows))
+	for i := range rows {
+		a, err := rows[i].model()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// createMissingInstances creates an UNCLAIMED instance of definition def for every index
+// below n that has no ordinary instance of any definition, and returns them.
+func (s *Store) createMissingInstances(ctx context.Context, tx *sqlx.Tx, guid, domain, def string, n int32) ([]model.ActualLRP, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	var rows []actualRow
+	err := tx.SelectContext(ctx, &rows, `
+INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain, state, since, modification_epoch)
+SELECT $1, $2, i, $3, 'UNCLAIMED', $5, gen_random_uuid()::text
+FROM generate_series(0, $4::integer - 1) AS i
+WHERE NOT EXISTS (
+    SELECT 1 FROM actual_lrps a
+    WHERE a.process_guid = $1 AND a.instance_index = i AND a.presence = 'ORDINARY')
+RETURNING `+actualColumns, guid, def, domain, n, s.nowNanos())
+	if err != nil {
+		return nil, err
+	}
+	return actualModels(rows)
+}
+
+// retireIndicesFrom deletes the UNCLAIMED and CRASHED instances at index `from` and above,
+// and returns the CLAIMED and RUNNING ones there, which their cells must stop.
+func (s *Store) retireIndicesFrom(ctx context.Context, tx *sqlx.Tx, guid string, from int32) ([]model.ActualLRP, error) {
+	if _, err := tx.ExecContext(ctx, `
+DELETE FROM actual_lrps
+WHERE process_guid = $1 AND instance_index >= $2 AND state IN ('UNCLAIMED', 'CRASHED')`, guid, from); err != nil {
+		return nil, err
+	}
+	var rows []actualRow
+	if err := tx.SelectContext(ctx, &rows, `SELECT `+actualColumns+` FROM actual_lrps
+WHERE process_guid = $1 AND instance_index >= $2
+ORDER BY instance_index, definition_id, presence`, guid, from); err != nil {
+		return nil, err
+	}
+	return actualModels(rows)
+}
+
+// ActualLRPs lists the instances (of every presence) that match the filter, ordered by
+// process guid, index, definition id and presence.
+func (s *Store) ActualLRPs(ctx context.Context, f model.ActualLRPFilter) ([]model.ActualLRP, error) {
+	index := int32(-1)
+	if f.Index != nil {
+		index = *f.Index
+	}
+	var rows []actualRow
+	err := s.db.SelectContext(ctx, &rows, `SELECT `+actualColumns+` FROM actual_lrps
+WHERE ($1 = '' OR domain = $1)
+  AND ($2 = '' OR cell_id = $2)
+  AND ($3 = '' OR process_guid = $3)
+  AND ($4 < 0 OR instance_index = $4)
+  AND ($5 = '' OR definition_id = $5)
+ORDER BY process_guid, instance_index, definition_id, presence`,
+		f.Domain, f.CellID, f.ProcessGUID, index, f.DefinitionID)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	return actualModels(rows)
+}
+
+// ActualLRPGroupByProcessGUIDAndIndex returns the group at an index of the LRP's active
+// definition (seed 000). While a rollout has not reached the index yet, no instance of the
+// active definition exists there; the group of the definition still serving it is returned
+// instead, so that clients see what runs.
+func (s *Store) ActualLRPGroupByProcessGUIDAndIndex(ctx context.Context, guid string, index int32) (*model.ActualLRPGroup, error) {
+	lrps, err := s.ActualLRPs(ctx, model.ActualLRPFilter{ProcessGUID: guid, Index: &index})
+	if err != nil {
+		return nil, err
+	}
+	groups := model.GroupActualLRPs(lrps)
+	if len(groups) == 0 {
+		return nil, model.Errorf(model.ErrResourceNotFound, "no instance of %q at index %d", guid, index)
+	}
+	var active string
+	err = s.db.GetContext(ctx, &active, `SELECT active_definition_id FROM desired_lrps WHERE process_guid = $1`, guid)
+	if err != nil && err != sql.ErrNoRows {
+		return nil, mapError(err)
+	}
+	for i := range groups {
+		if groupDefinition(&groups[i]) == active {
+			return &groups[i], nil
+		}
+	}
+	return &groups[0], nil
+}
+
+func groupDefinition(g *model.ActualLRPGroup) string {
+	if g.Instance != nil {
+		return g.Instance.DefinitionID
+	}
+	return g.Evacuating.DefinitionID
+}
+
+// RetireActualLRP retires the ordinary instance at key's index: the one of key's definition
+// when given, else the active definition's (seed 000), else the only one. An UNCLAIMED or
+// CRASHED instance is deleted at once; a CLAIMED or RUNNING one is returned, for its cell
+// to stop. Retiring does not change the desired state: convergence replaces the instance.
+func (s *Store) RetireActualLRP(ctx context.Context, key model.ActualLRPKey) (toStop *model.ActualLRP, err error) {
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		var rows []actualRow
+		if err := tx.SelectContext(ctx, &rows, `SELECT `+actualColumns+` FROM actual_lrps
+WHERE process_guid = $1 AND instance_index = $2 AND presence = 'ORDINARY'
+  AND ($3 = '' OR definition_id = $3) AND ($4 = '' OR domain = $4)
+ORDER BY definition_id FOR UPDATE`, key.ProcessGUID, key.Index, key.DefinitionID, key.Domain); err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return model.Errorf(model.ErrResourceNotFound, "no instance of %q at index %d", key.ProcessGUID, key.Index)
+		}
+		chosen := &rows[0]
+		if len(rows) > 1 {
+			var active string
+			err := tx.GetContext(ctx, &active, `SELECT active_definition_id FROM desired_lrps WHERE process_guid = $1`, key.ProcessGUID)
+			if err != nil && err != sql.ErrNoRows {
+				return err
+			}
+			chosen = nil
+			for i := range rows {
+				if rows[i].DefinitionID == active {
+					chosen = &rows[i]
+				}
+			}
+			if chosen == nil {
+				return model.Errorf(model.ErrInvalidRequest,
+					"%q has instances of several definitions at index %d: name the definition_id", key.ProcessGUID, key.Index)
+			}
+		}
+		if chosen.State == model.StateClaimed || chosen.State == model.StateRunning {
+			a, err := chosen.model()
+			toStop = &a
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM actual_lrps
+WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND presence = 'ORDINARY'`,
+			chosen.ProcessGUID, chosen.DefinitionID, chosen.Index)
+		return err
+	})
+	return toStop, err
+}

@@ -1,0 +1,88 @@
+// Package db is the BBS store on PostgreSQL: plain SQL next to the Go that runs it, private row
+// structs converted to and from the model, and every multi-row change in one transaction.
+package db
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/database/postgres"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq" // the PostgreSQL driver
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store reads and writes the BBS records.
+type Store struct {
+	db  *sqlx.DB
+	now func() time.Time
+}
+
+// Open connects to the database at url and checks that it answers.
+func Open(ctx context.Context, url string) (*Store, error) {
+	d, err := sqlx.Open("postgres", url)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	d.SetMaxOpenConns(32)
+	d.SetMaxIdleConns(16)
+	d.SetConnMaxIdleTime(5 * time.Minute)
+	if err := d.PingContext(ctx); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return &Store{db: d, now: time.Now}, nil
+}
+
+// Close releases the connections.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+// DB exposes the handle for tests and tools in this module.
+func (s *Store) DB() *sqlx.DB { return s.db }
+
+// Migrate applies every embedded migration not yet applied. It holds a PostgreSQL advisory
+// lock while it works, so any number of processes may call it at start-up at once.
+func (s *Store) Migrate() error {
+	src, err := iofs.New(migrations, "migrations")
+	if err != nil {
+		return fmt.Errorf("read migrations: %w", err)
+	}
+	drv, err := postgres.WithInstance(s.db.DB, &postgres.Config{MigrationsTable: "schema_migrations"})
+	if err != nil {
+		return fmt.Errorf("prepare migrations: %w", err)
+	}
+	m, err := migrate.NewWithInstance("iofs", src, "postgres", drv)
+	if err != nil {
+		return fmt.Errorf("prepare migrations: %w", err)
+	}
+	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return fmt.Errorf("apply migrations: %w", err)
+	}
+	return nil
+}
+
+// inTx runs fn in one transaction, committing when it returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return mapError(err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return mapError(err)
+	}
+	return mapError(tx.Commit())
+}
+
+// nowNanos is the time in BBS's `since` unit.
+func (s *Store) nowNanos() int64 { return s.now().UnixNano() }

@@ -1,0 +1,364 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// desiredRow is one row of desired_lrps.
+type desiredRow struct {
+	ProcessGUID          string         `db:"process_guid"`
+	Domain               string         `db:"domain"`
+	Instances            int32          `db:"instances"`
+	Routes               []byte         `db:"routes"`
+	Annotation           string         `db:"annotation"`
+	MetricTags           []byte         `db:"metric_tags"`
+	ActiveDefinitionID   string         `db:"active_definition_id"`
+	HealthyDefinitionID  sql.NullString `db:"healthy_definition_id"`
+	PreviousDefinitionID sql.NullString `db:"previous_definition_id"`
+	ModificationEpoch    string         `db:"modification_epoch"`
+	ModificationIndex    uint32         `db:"modification_index"`
+}
+
+const desiredColumns = `l.process_guid, l.domain, l.instances, l.routes, l.annotation, l.metric_tags,
+    l.active_definition_id, l.healthy_definition_id, l.previous_definition_id,
+    l.modification_epoch, l.modification_index`
+
+// desiredWithDefinition is a desired_lrps row joined with one of its definitions.
+type desiredWithDefinition struct {
+	desiredRow
+	Def definitionRow `db:"def"`
+}
+
+const desiredWithActiveDefinition = `SELECT ` + desiredColumns + `,
+    d.process_guid AS "def.process_guid", d.definition_id AS "def.definition_id",
+    d.rootfs AS "def.rootfs", d.memory_mb AS "def.memory_mb", d.disk_mb AS "def.disk_mb",
+    d.log_guid AS "def.log_guid", d.placement_tags AS "def.placement_tags", d.run_info AS "def.run_info"
+FROM desired_lrps l
+JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.definition_id = l.active_definition_id`
+
+// filterClause selects LRPs (alias l) by domain and process guids; $1 and $2 are the filter.
+const filterClause = ` WHERE ($1 = '' OR l.domain = $1)
+    AND (cardinality($2::text[]) = 0 OR l.process_guid = ANY($2))`
+
+func filterArgs(f model.DesiredLRPFilter) []any {
+	guids := f.ProcessGUIDs
+	if guids == nil {
+		guids = []string{}
+	}
+	return []any{f.Domain, pq.StringArray(guids)}
+}
+
+func (r *desiredRow) tag() model.ModificationTag {
+	return model.ModificationTag{Epoch: r.ModificationEpoch, Index: r.ModificationIndex}
+}
+
+func (r *desiredRow) routesAndTags() (model.Routes, map[string]json.RawMessage, error) {
+	var routes model.Routes
+	var tags map[string]json.RawMessage
+	if err := json.Unmarshal(r.Routes, &routes); err != nil {
+		return nil, nil, fmt.Errorf("decode routes of %s: %w", r.ProcessGUID, err)
+	}
+	if err := json.Unmarshal(r.MetricTags, &tags); err != nil {
+		return nil, nil, fmt.Errorf("decode metric tags of %s: %w", r.ProcessGUID, err)
+	}
+	if len(routes) == 0 {
+		routes = nil
+	}
+	if len(tags) == 0 {
+		tags = nil
+	}
+	return routes, tags, nil
+}
+
+func (r *desiredWithDefinition) model() (*model.DesiredLRP, error) {
+	def, err := r.Def.model()
+	if err != nil {
+		return nil, err
+	}
+	routes, tags, err := r.routesAndTags()
+	if err != nil {
+		return nil, err
+	}
+	return &model.DesiredLRP{
+		ProcessGUID:          r.ProcessGUID,
+		Domain:               r.Domain,
+		Instances:            r.Instances,
+		Routes:               routes,
+		Annotation:           r.Annotation,
+		MetricTags:           tags,
+		ModificationTag:      r.tag(),
+		LRPDefinition:        def,
+		PreviousDefinitionID: r.PreviousDefinitionID.String,
+	}, nil
+}
+
+func marshalJSONMap[T any](m map[string]T) ([]byte, error) {
+	if m == nil {
+		return []byte("{}"), nil
+	}
+	return json.Marshal(m)
+}
+
+// DesireLRP stores a new LRP, its first definition, and an UNCLAIMED instance for each index,
+// in one transaction. A missing definition id becomes the process guid (seed 000).
+func (s *Store) DesireLRP(ctx context.Context, in *model.DesiredLRP) (*model.DesiredLRP, error) {
+	d := *in
+	if d.DefinitionID == "" {
+		d.DefinitionID = d.ProcessGUID
+	}
+	d.PreviousDefinitionID = ""
+	d.ModificationTag = model.ModificationTag{Epoch: uuid.NewString()}
+	routes, err := marshalJSONMap(d.Routes)
+	if err != nil {
+		return nil, err
+	}
+	tags, err := marshalJSONMap(d.MetricTags)
+	if err != nil {
+		return nil, err
+	}
+	def, err := newDefinitionRow(d.ProcessGUID, &d.LRPDefinition)
+	if err != nil {
+		return nil, err
+	}
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx, `
+INSERT INTO desired_lrps (process_guid, domain, instances, routes, annotation, metric_tags,
+    active_definition_id, modification_epoch)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			d.ProcessGUID, d.Domain, d.Instances, routes, d.Annotation, tags, d.DefinitionID, d.ModificationTag.Epoch)
+		if model.IsType(mapError(err), model.ErrResourceExists) {
+			return model.Errorf(model.ErrResourceExists, "desired LRP %q already exists", d.ProcessGUID)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.NamedExecContext(ctx, insertDefinition, def); err != nil {
+			return err
+		}
+		_, err = s.createMissingInstances(ctx, tx, d.ProcessGUID, d.Domain, d.DefinitionID, d.Instances)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// DesiredLRPByProcessGUID returns the LRP projected through its active definition.
+func (s *Store) DesiredLRPByProcessGUID(ctx context.Context, guid string) (*model.DesiredLRP, error) {
+	var row desiredWithDefinition
+	err := s.db.GetContext(ctx, &row, desiredWithActiveDefinition+` WHERE l.process_guid = $1`, guid)
+	if err == sql.ErrNoRows {
+		return nil, notFound("desired LRP", guid)
+	}
+	if err != nil {
+		return nil, mapError(err)
+	}
+	return row.model()
+}
+
+// DesiredLRPs lists the LRPs that match the filter, ordered by process guid.
+func (s *Store) DesiredLRPs(ctx context.Context, f model.DesiredLRPFilter) ([]model.DesiredLRP, error) {
+	var rows []desiredWithDefinition
+	err := s.db.SelectContext(ctx, &rows, desiredWithActiveDefinition+filterClause+` ORDER BY l.process_guid`, filterArgs(f)...)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	out := make([]model.DesiredLRP, 0, len(rows))
+	for i := range rows {
+		d, err := rows[i].model()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *d)
+	}
+	return out, nil
+}
+
+// schedulingRow is the scheduling part of an LRP and its active definition.
+type schedulingRow struct {
+	desiredRow
+	RootFS        string         `db:"rootfs"`
+	MemoryMB      int32          `db:"memory_mb"`
+	DiskMB        int32          `db:"disk_mb"`
+	LogGUID       string         `db:"log_guid"`
+	PlacementTags pq.StringArray `db:"placement_tags"`
+}
+
+// DesiredLRPSchedulingInfos lists what placement needs of the matching LRPs, without reading
+// any run info.
+func (s *Store) DesiredLRPSchedulingInfos(ctx context.Context, f model.DesiredLRPFilter) ([]model.DesiredLRPSchedulingInfo, error) {
+	var rows []schedulingRow
+	err := s.db.SelectContext(ctx, &rows, `SELECT `+desiredColumns+`,
+    d.rootfs, d.memory_mb, d.disk_mb, d.log_guid, d.placement_tags
+FROM desired_lrps l
+JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.definition_id = l.active_definition_id`+
+		filterClause+` ORDER BY l.process_guid`, filterArgs(f)...)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	out := make([]model.DesiredLRPSchedulingInfo, 0, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		routes, _, err := r.routesAndTags()
+		if err != nil {
+			return nil, err
+		}
+		info := model.DesiredLRPSchedulingInfo{
+			ProcessGUID:          r.ProcessGUID,
+			Domain:               r.Domain,
+			LogGUID:              r.LogGUID,
+			Instances:            r.Instances,
+			Routes:               routes,
+			Annotation:           r.Annotation,
+			ModificationTag:      r.tag(),
+			DefinitionID:         r.ActiveDefinitionID,
+			PreviousDefinitionID: r.PreviousDefinitionID.String,
+			HealthyDefinitionID:  r.HealthyDefinitionID.String,
+			RootFS:               r.RootFS,
+			MemoryMB:             r.MemoryMB,
+			DiskMB:               r.DiskMB,
+		}
+		if len(r.PlacementTags) > 0 {
+			info.PlacementTags = r.PlacementTags
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// lockDesired reads an LRP's row and locks it until the transaction ends, so that changes to
+// one LRP are serialised.
+func lockDesired(ctx context.Context, tx *sqlx.Tx, guid string) (*desiredRow, error) {
+	var row desiredRow
+	err := tx.GetContext(ctx, &row, `SELECT `+desiredColumns+` FROM desired_lrps l WHERE l.process_guid = $1 FOR UPDATE`, guid)
+	if err == sql.ErrNoRows {
+		return nil, notFound("desired LRP", guid)
+	}
+	return &row, err
+}
+
+// UpdateResult is what an update changed.
+type UpdateResult struct {
+	Before, After *model.DesiredLRP
+	// ToStop are the CLAIMED or RUNNING instances a scale-down left beyond the desired count:
+	// their cells must stop them (the records go when the cells report the stop).
+	ToStop []model.ActualLRP
+}
+
+// UpdateDesiredLRP changes the instances, routes, annotation or metric tags of an LRP in one
+// transaction. Scaling up creates UNCLAIMED instances of the healthy definition (the active
+// one before any instance ever ran); scaling down deletes the UNCLAIMED and CRASHED instances
+// beyond the count and returns the rest for stopping. A definition change is a rollout and is
+// not handled here.
+func (s *Store) UpdateDesiredLRP(ctx context.Context, guid string, u *model.DesiredLRPUpdate) (*UpdateResult, error) {
+	if u.Definition != nil {
+		return nil, fmt.Errorf("UpdateDesiredLRP: definition changes go through a rollout")
+	}
+	var res UpdateResult
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		row, err := lockDesired(ctx, tx, guid)
+		if err != nil {
+			return err
+		}
+		if res.Before, err = s.desiredInTx(ctx, tx, guid); err != nil {
+			return err
+		}
+		set := *row
+		if u.Instances != nil {
+			set.Instances = *u.Instances
+		}
+		if u.Annotation != nil {
+			set.Annotation = *u.Annotation
+		}
+		if u.Routes != nil {
+			if set.Routes, err = marshalJSONMap(*u.Routes); err != nil {
+				return err
+			}
+		}
+		if u.MetricTags != nil {
+			if set.MetricTags, err = marshalJSONMap(*u.MetricTags); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `
+UPDATE desired_lrps SET instances = $2, routes = $3, annotation = $4, metric_tags = $5,
+    modification_index = modification_index + 1, updated_at = now()
+WHERE process_guid = $1`, guid, set.Instances, set.Routes, set.Annotation, set.MetricTags); err != nil {
+			return err
+		}
+		if set.Instances > row.Instances {
+			def := row.ActiveDefinitionID
+			if row.HealthyDefinitionID.Valid {
+				def = row.HealthyDefinitionID.String
+			}
+			if _, err := s.createMissingInstances(ctx, tx, guid, row.Domain, def, set.Instances); err != nil {
+				return err
+			}
+		}
+		if set.Instances < row.Instances {
+			if res.ToStop, err = s.retireIndicesFrom(ctx, tx, guid, set.Instances); err != nil {
+				return err
+			}
+		}
+		res.After, err = s.desiredInTx(ctx, tx, guid)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (s *Store) desiredInTx(ctx context.Context, tx *sqlx.Tx, guid string) (*model.DesiredLRP, error) {
+	var row desiredWithDefinition
+	if err := tx.GetContext(ctx, &row, desiredWithActiveDefinition+` WHERE l.process_guid = $1`, guid); err != nil {
+		return nil, err
+	}
+	return row.model()
+}
+
+// RemoveResult is what removing an LRP changed.
+type RemoveResult struct {
+	Removed *model.DesiredLRP
+	// ToStop are the CLAIMED or RUNNING instances whose cells must stop them.
+	ToStop []model.ActualLRP
+}
+
+// RemoveDesiredLRP deletes an LRP with its definitions and its UNCLAIMED and CRASHED
+// instances, fails its rollout if one is in progress, and returns the instances that cells
+// must stop, in one transaction.
+func (s *Store) RemoveDesiredLRP(ctx context.Context, guid string) (*RemoveResult, error) {
+	var res RemoveResult
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := lockDesired(ctx, tx, guid); err != nil {
+			return err
+		}
+		var err error
+		if res.Removed, err = s.desiredInTx(ctx, tx, guid); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM desired_lrps WHERE process_guid = $1`, guid); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `
+UPDATE rollouts SET state = 'failed', reason = 'the LRP was removed', finished_at = now()
+WHERE process_guid = $1 AND state IN ('active', 'paused', 'canceling')`, guid); err != nil {
+			return err
+		}
+		res.ToStop, err = s.retireIndicesFrom(ctx, tx, guid, 0)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
+}

@@ -1,0 +1,48 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net"
+
+	"github.com/lib/pq"
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// mapError turns driver errors into model errors: no rows into not-found, a unique violation
+// into exists, a lost connection into unavailable. Model errors pass through unchanged.
+func mapError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var me *model.Error
+	if errors.As(err, &me) {
+		return err
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return model.Errorf(model.ErrResourceNotFound, "not found")
+	}
+	var pqErr *pq.Error
+	if errors.As(err, &pqErr) {
+		switch pqErr.Code {
+		case "23505": // unique_violation
+			return &model.Error{Type: model.ErrResourceExists, Message: "already exists"}
+		case "40001", "40P01": // serialization_failure, deadlock_detected
+			return &model.Error{Type: model.ErrResourceConflict, Message: "concurrent change, retry"}
+		case "57P01", "57P02", "57P03", "53300": // shutting down, cannot connect now, too many connections
+			return &model.Error{Type: model.ErrUnavailable, Message: "database unavailable"}
+		}
+		return err
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) || errors.Is(err, sql.ErrConnDone) || errors.Is(err, context.DeadlineExceeded) {
+		return &model.Error{Type: model.ErrUnavailable, Message: "database unavailable"}
+	}
+	return err
+}
+
+// notFound is the ResourceNotFound error for a thing named by what and id.
+func notFound(what, id string) error {
+	return model.Errorf(model.ErrResourceNotFound, "%s %q not found", what, id)
+}

@@ -1,0 +1,65 @@
+package db
+
+import (
+	"context"
+
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// LRPDeploymentByProcessGUID returns the LRP with every live definition (seed 000).
+func (s *Store) LRPDeploymentByProcessGUID(ctx context.Context, guid string) (*model.LRPDeployment, error) {
+	deps, err := s.LRPDeployments(ctx, model.DesiredLRPFilter{ProcessGUIDs: []string{guid}})
+	if err != nil {
+		return nil, err
+	}
+	if len(deps) == 0 {
+		return nil, notFound("LRP deployment", guid)
+	}
+	return &deps[0], nil
+}
+
+// LRPDeployments lists the matching LRPs with their live definitions, ordered by process guid.
+func (s *Store) LRPDeployments(ctx context.Context, f model.DesiredLRPFilter) ([]model.LRPDeployment, error) {
+	var rows []desiredWithDefinition
+	err := s.db.SelectContext(ctx, &rows, `SELECT `+desiredColumns+`,
+    d.process_guid AS "def.process_guid", d.definition_id AS "def.definition_id",
+    d.rootfs AS "def.rootfs", d.memory_mb AS "def.memory_mb", d.disk_mb AS "def.disk_mb",
+    d.log_guid AS "def.log_guid", d.placement_tags AS "def.placement_tags", d.run_info AS "def.run_info"
+FROM desired_lrps l
+JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.live`+
+		filterClause+` ORDER BY l.process_guid, d.created_at, d.definition_id`, filterArgs(f)...)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	var out []model.LRPDeployment
+	for i := range rows {
+		r := &rows[i]
+		if len(out) == 0 || out[len(out)-1].ProcessGUID != r.ProcessGUID {
+			routes, _, err := r.routesAndTags()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, model.LRPDeployment{
+				ProcessGUID:         r.ProcessGUID,
+				Domain:              r.Domain,
+				Instances:           r.Instances,
+				Routes:              routes,
+				Annotation:          r.Annotation,
+				ModificationTag:     r.tag(),
+				Definitions:         map[string]model.LRPDefinition{},
+				ActiveDefinitionID:  r.ActiveDefinitionID,
+				HealthyDefinitionID: r.HealthyDefinitionID.String,
+			})
+		}
+		def, err := r.Def.model()
+		if err != nil {
+			return nil, err
+		}
+		out[len(out)-1].Definitions[def.DefinitionID] = def
+	}
+	if out == nil {
+		out = []model.LRPDeployment{}
+	}
+	return out, nil
+}
+

@@ -1,0 +1,10 @@
+DROP TABLE IF EXISTS cells;
+DROP TABLE IF EXISTS rollouts;
+DROP TABLE IF EXISTS actual_lrps;
+ALTER TABLE IF EXISTS desired_lrps
+    DROP CONSTRAINT IF EXISTS desired_lrps_active_definition,
+    DROP CONSTRAINT IF EXISTS desired_lrps_healthy_definition,
+    DROP CONSTRAINT IF EXISTS desired_lrps_previous_definition;
+DROP TABLE IF EXISTS lrp_definitions;
+DROP TABLE IF EXISTS desired_lrps;
+DROP TABLE IF EXISTS domains;

@@ -1,0 +1,82 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/lib/pq"
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// rolloutRow is one row of rollouts.
+type rolloutRow struct {
+	ID               string        `db:"id"`
+	ProcessGUID      string        `db:"process_guid"`
+	Kind             string        `db:"kind"`
+	FromDefinitionID string        `db:"from_definition_id"`
+	ToDefinitionID   string        `db:"to_definition_id"`
+	State            string        `db:"state"`
+	CurrentIndex     int32         `db:"current_index"`
+	UpdatedInstances int32         `db:"updated_instances"`
+	Instances        int32         `db:"instances"`
+	GivenUpIndices   pq.Int32Array `db:"given_up_indices"`
+	StartedAt        int64         `db:"started_at"`
+	FinishedAt       sql.NullInt64 `db:"finished_at"`
+	WorkflowID       string        `db:"workflow_id"`
+	RunID            string        `db:"run_id"`
+	Reason           string        `db:"reason"`
+}
+
+const rolloutColumns = `id, process_guid, kind, from_definition_id, to_definition_id, state,
+    current_index, updated_instances, instances, given_up_indices,
+    (extract(epoch FROM started_at) * 1e9)::bigint AS started_at,
+    (extract(epoch FROM finished_at) * 1e9)::bigint AS finished_at,
+    workflow_id, run_id, reason`
+
+func (r *rolloutRow) model() model.Rollout {
+	given := []int32(r.GivenUpIndices)
+	if given == nil {
+		given = []int32{}
+	}
+	return model.Rollout{
+		ID: r.ID, ProcessGUID: r.ProcessGUID, Kind: r.Kind,
+		FromDefinitionID: r.FromDefinitionID, ToDefinitionID: r.ToDefinitionID, State: r.State,
+		CurrentIndex: r.CurrentIndex, UpdatedInstances: r.UpdatedInstances, Instances: r.Instances,
+		GivenUpIndices: given, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt.Int64,
+		WorkflowID: r.WorkflowID, RunID: r.RunID, Reason: r.Reason,
+	}
+}
+
+// Rollouts lists rollouts, newest first, of one LRP or all, optionally only those in progress.
+func (s *Store) Rollouts(ctx context.Context, f model.RolloutFilter) ([]model.Rollout, error) {
+	var rows []rolloutRow
+	err := s.db.SelectContext(ctx, &rows, `SELECT `+rolloutColumns+` FROM rollouts
+WHERE ($1 = '' OR process_guid = $1)
+  AND (NOT $2 OR state IN ('active', 'paused', 'canceling'))
+ORDER BY started_at DESC, id`, f.ProcessGUID, f.Active)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	out := make([]model.Rollout, 0, len(rows))
+	for i := range rows {
+		out = append(out, rows[i].model())
+	}
+	return out, nil
+}
+
+// RolloutByProcessGUID returns the LRP's rollout in progress, else its latest one.
+func (s *Store) RolloutByProcessGUID(ctx context.Context, guid string) (*model.Rollout, error) {
+	var row rolloutRow
+	err := s.db.GetContext(ctx, &row, `SELECT `+rolloutColumns+` FROM rollouts
+WHERE process_guid = $1
+ORDER BY state IN ('active', 'paused', 'canceling') DESC, started_at DESC, id
+LIMIT 1`, guid)
+	if err == sql.ErrNoRows {
+		return nil, notFound("rollout of", guid)
+	}
+	if err != nil {
+		return nil, mapError(err)
+	}
+	r := row.model()
+	return &r, nil
+}

@@ -1,0 +1,162 @@
+package model
+
+// ActualLRP states (seed 002).
+const (
+	StateUnclaimed = "UNCLAIMED"
+	StateClaimed   = "CLAIMED"
+	StateRunning   = "RUNNING"
+	StateCrashed   = "CRASHED"
+)
+
+// ActualLRP presences: an ORDINARY instance, one moving off a draining cell (EVACUATING), or
+// one on a cell that vanished (SUSPECT) while its replacement is placed.
+const (
+	PresenceOrdinary   = "ORDINARY"
+	PresenceEvacuating = "EVACUATING"
+	PresenceSuspect    = "SUSPECT"
+)
+
+// PlacementErrorInsufficientResources is the placement error when no cell can fit an instance.
+const PlacementErrorInsufficientResources = "insufficient resources"
+
+// ActualLRPKey names an instance slot: an index of one definition of an LRP.
+type ActualLRPKey struct {
+	ProcessGUID  string `json:"process_guid"`
+	DefinitionID string `json:"definition_id,omitempty"`
+	Index        int32  `json:"index"`
+	Domain       string `json:"domain"`
+}
+
+// ActualLRPInstanceKey names the cell and the container running an instance.
+type ActualLRPInstanceKey struct {
+	InstanceGUID string `json:"instance_guid,omitempty"`
+	CellID       string `json:"cell_id,omitempty"`
+}
+
+// PortMapping maps a container port to the host port that reaches it.
+type PortMapping struct {
+	ContainerPort uint32 `json:"container_port"`
+	HostPort      uint32 `json:"host_port"`
+}
+
+// ActualLRPNetInfo is where a running instance can be reached.
+type ActualLRPNetInfo struct {
+	Address         string        `json:"address,omitempty"`
+	Ports           []PortMapping `json:"ports,omitempty"`
+	InstanceAddress string        `json:"instance_address,omitempty"`
+}
+
+// ActualLRP is one instance of an LRP as the store knows it.
+type ActualLRP struct {
+	ActualLRPKey
+	ActualLRPInstanceKey
+	ActualLRPNetInfo
+	State           string          `json:"state"`
+	PlacementError  string          `json:"placement_error,omitempty"`
+	Since           int64           `json:"since"`
+	CrashCount      int32           `json:"crash_count"`
+	CrashReason     string          `json:"crash_reason,omitempty"`
+	Presence        string          `json:"presence"`
+	ModificationTag ModificationTag `json:"modification_tag"`
+}
+
+// AllowsTransitionTo reports whether BBS's state machine lets the instance move to state
+// `to`, held by instance key `ik` (empty for UNCLAIMED and CRASHED).
+func (a *ActualLRP) AllowsTransitionTo(ik ActualLRPInstanceKey, to string) bool {
+	same := a.ActualLRPInstanceKey == ik
+	switch a.State {
+	case StateUnclaimed:
+		return to == StateUnclaimed || to == StateClaimed || to == StateRunning
+	case StateClaimed:
+		switch to {
+		case StateUnclaimed, StateRunning:
+			return true
+		case StateClaimed, StateCrashed:
+			return same
+		}
+	case StateRunning:
+		switch to {
+		case StateUnclaimed, StateClaimed:
+			return true
+		case StateRunning, StateCrashed:
+			return same
+		}
+	case StateCrashed:
+		return to == StateUnclaimed || to == StateClaimed || to == StateRunning
+	}
+	return false
+}
+
+// ActualLRPGroup is the instances of one (process guid, definition id, index): the ordinary
+// (or suspect) one and the evacuating one.
+type ActualLRPGroup struct {
+	Instance   *ActualLRP `json:"instance,omitempty"`
+	Evacuating *ActualLRP `json:"evacuating,omitempty"`
+}
+
+// ActualLRPFilter narrows a list of ActualLRPs; empty fields match all.
+type ActualLRPFilter struct {
+	Domain       string `json:"domain,omitempty"`
+	CellID       string `json:"cell_id,omitempty"`
+	ProcessGUID  string `json:"process_guid,omitempty"`
+	Index        *int32 `json:"index,omitempty"`
+	DefinitionID string `json:"definition_id,omitempty"`
+}
+
+// Validate checks the identifiers named by the filter.
+func (f *ActualLRPFilter) Validate() error {
+	if f.ProcessGUID != "" {
+		if err := ValidateGUID("process_guid", f.ProcessGUID); err != nil {
+			return err
+		}
+	}
+	if f.DefinitionID != "" {
+		if err := ValidateGUID("definition_id", f.DefinitionID); err != nil {
+			return err
+		}
+	}
+	if f.Index != nil && *f.Index < 0 {
+		return invalid("index must be >= 0")
+	}
+	if f.Index != nil && f.ProcessGUID == "" {
+		return invalid("index filters need a process_guid")
+	}
+	return nil
+}
+
+// GroupActualLRPs folds instances into one group per (process guid, definition id, index),
+// keeping the input's order of first appearance. A SUSPECT instance stands in as the group's
+// instance when there is no ORDINARY one, or the ORDINARY one is not yet RUNNING (BBS does
+// the same, so clients keep routing to the suspect while its replacement starts).
+func GroupActualLRPs(lrps []ActualLRP) []ActualLRPGroup {
+	type slot struct {
+		guid, def string
+		index     int32
+	}
+	pos := map[slot]int{}
+	var groups []ActualLRPGroup
+	for i := range lrps {
+		a := &lrps[i]
+		k := slot{a.ProcessGUID, a.DefinitionID, a.Index}
+		p, ok := pos[k]
+		if !ok {
+			p = len(groups)
+			pos[k] = p
+			groups = append(groups, ActualLRPGroup{})
+		}
+		g := &groups[p]
+		switch a.Presence {
+		case PresenceEvacuating:
+			g.Evacuating = a
+		case PresenceSuspect:
+			if g.Instance == nil || g.Instance.State != StateRunning {
+				g.Instance = a
+			}
+		default:
+			if g.Instance == nil || g.Instance.Presence != PresenceSuspect || a.State == StateRunning {
+				g.Instance = a
+			}
+		}
+	}
+	return groups
+}

@@ -1,0 +1,155 @@
+package model
+
+import "encoding/json"
+
+// ModificationTag orders the changes of one record: Epoch is set when the record is created,
+// Index grows by one with every change. Compare-and-swap writes name the tag they last saw.
+type ModificationTag struct {
+	Epoch string `json:"epoch"`
+	Index uint32 `json:"index"`
+}
+
+// Routes maps a router's name to its opaque JSON configuration.
+type Routes map[string]json.RawMessage
+
+// DesiredLRP is an LRP seen through its active definition (seed 001's embedding): the
+// projection of an LRPDeployment that BBS clients already know.
+type DesiredLRP struct {
+	ProcessGUID string                     `json:"process_guid"`
+	Domain      string                     `json:"domain"`
+	Instances   int32                      `json:"instances"`
+	Routes      Routes                     `json:"routes,omitempty"`
+	Annotation  string                     `json:"annotation,omitempty"`
+	MetricTags  map[string]json.RawMessage `json:"metric_tags,omitempty"`
+	// ModificationTag is assigned by the store; it is ignored in create requests.
+	ModificationTag ModificationTag `json:"modification_tag"`
+	LRPDefinition
+	// PreviousDefinitionID is set only while a rollout is in progress.
+	PreviousDefinitionID string `json:"previous_definition_id,omitempty"`
+}
+
+// Validate checks a DesiredLRP as submitted for creation. A missing definition id is
+// allowed: the store promotes it to the process guid (seed 000).
+func (d *DesiredLRP) Validate() error {
+	if err := ValidateGUID("process_guid", d.ProcessGUID); err != nil {
+		return err
+	}
+	if d.Domain == "" {
+		return invalid("domain is required")
+	}
+	if err := validateInstances(d.Instances); err != nil {
+		return err
+	}
+	if err := validateAnnotation(d.Annotation); err != nil {
+		return err
+	}
+	if err := d.Routes.Validate(); err != nil {
+		return err
+	}
+	return d.LRPDefinition.Validate()
+}
+
+// Validate checks the total size of the routes and that each value is JSON.
+func (r Routes) Validate() error {
+	total := 0
+	for name, v := range r {
+		if name == "" {
+			return invalid("routes must not have an empty router name")
+		}
+		if !json.Valid(v) {
+			return invalid("routes[%q] is not valid JSON", name)
+		}
+		total += len(name) + len(v)
+	}
+	if total > MaxRoutesBytes {
+		return invalid("routes are %d bytes, more than the limit of %d", total, MaxRoutesBytes)
+	}
+	return nil
+}
+
+func validateInstances(n int32) error {
+	if n < 0 || n > MaxInstances {
+		return invalid("instances must be between 0 and %d", MaxInstances)
+	}
+	return nil
+}
+
+func validateAnnotation(a string) error {
+	if len(a) > MaxAnnotationBytes {
+		return invalid("annotation is %d bytes, more than the limit of %d", len(a), MaxAnnotationBytes)
+	}
+	return nil
+}
+
+// DesiredLRPUpdate changes what may change without restarting instances, and, with a
+// Definition, starts a rolling update to it.
+type DesiredLRPUpdate struct {
+	Instances  *int32                      `json:"instances,omitempty"`
+	Routes     *Routes                     `json:"routes,omitempty"`
+	Annotation *string                     `json:"annotation,omitempty"`
+	MetricTags *map[string]json.RawMessage `json:"metric_tags,omitempty"`
+	Definition *LRPDefinition              `json:"definition,omitempty"`
+}
+
+// Validate checks each field that is present.
+func (u *DesiredLRPUpdate) Validate() error {
+	if u.Instances != nil {
+		if err := validateInstances(*u.Instances); err != nil {
+			return err
+		}
+	}
+	if u.Annotation != nil {
+		if err := validateAnnotation(*u.Annotation); err != nil {
+			return err
+		}
+	}
+	if u.Routes != nil {
+		if err := u.Routes.Validate(); err != nil {
+			return err
+		}
+	}
+	if u.Definition != nil {
+		if err := ValidateGUID("definition.definition_id", u.Definition.DefinitionID); err != nil {
+			return err
+		}
+		if err := u.Definition.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DesiredLRPSchedulingInfo is the part of a DesiredLRP the auctioneer and converger need: no
+// run info.
+type DesiredLRPSchedulingInfo struct {
+	ProcessGUID          string          `json:"process_guid"`
+	Domain               string          `json:"domain"`
+	LogGUID              string          `json:"log_guid,omitempty"`
+	Instances            int32           `json:"instances"`
+	Routes               Routes          `json:"routes,omitempty"`
+	Annotation           string          `json:"annotation,omitempty"`
+	ModificationTag      ModificationTag `json:"modification_tag"`
+	DefinitionID         string          `json:"definition_id"`
+	PreviousDefinitionID string          `json:"previous_definition_id,omitempty"`
+	HealthyDefinitionID  string          `json:"healthy_definition_id,omitempty"`
+	RootFS               string          `json:"rootfs"`
+	MemoryMB             int32           `json:"memory_mb"`
+	DiskMB               int32           `json:"disk_mb"`
+	PlacementTags        []string        `json:"placement_tags,omitempty"`
+}
+
+// DesiredLRPFilter narrows a list of DesiredLRPs or LRPDeployments; empty fields match all.
+type DesiredLRPFilter struct {
+	Domain       string   `json:"domain,omitempty"`
+	ProcessGUIDs []string `json:"process_guids,omitempty"`
+}
+
+// Validate checks the guids named by the filter.
+func (f *DesiredLRPFilter) Validate() error {
+	for _, g := range f.ProcessGUIDs {
+		if err := ValidateGUID("process_guids[]", g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
