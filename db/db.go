@@ -52,19 +52,27 @@ func (s *Store) DB() *sqlx.DB { return s.db }
 
 // Migrate applies every embedded migration not yet applied. It holds a PostgreSQL advisory
 // lock while it works, so any number of processes may call it at start-up at once.
-func (s *Store) Migrate() error {
+func (s *Store) Migrate(ctx context.Context) error {
 	src, err := iofs.New(migrations, "migrations")
 	if err != nil {
 		return fmt.Errorf("read migrations: %w", err)
 	}
-	drv, err := postgres.WithInstance(s.db.DB, &postgres.Config{MigrationsTable: "schema_migrations"})
+	// A connection of its own, released afterwards: the migrator must not close the pool.
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
+		return mapError(err)
+	}
+	drv, err := postgres.WithConnection(ctx, conn, &postgres.Config{MigrationsTable: "schema_migrations"})
+	if err != nil {
+		conn.Close()
 		return fmt.Errorf("prepare migrations: %w", err)
 	}
 	m, err := migrate.NewWithInstance("iofs", src, "postgres", drv)
 	if err != nil {
+		drv.Close()
 		return fmt.Errorf("prepare migrations: %w", err)
 	}
+	defer m.Close()
 	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
 		return fmt.Errorf("apply migrations: %w", err)
 	}

@@ -61,28 +61,37 @@ type ActualLRP struct {
 }
 
 // AllowsTransitionTo reports whether BBS's state machine lets the instance move to state
-// `to`, held by instance key `ik` (empty for UNCLAIMED and CRASHED).
+// `to` when asked with instance key `ik`: the asking cell's key for CLAIMED, RUNNING and
+// CRASHED, the empty key for UNCLAIMED (which, like CRASHED, carries no instance key).
 func (a *ActualLRP) AllowsTransitionTo(ik ActualLRPInstanceKey, to string) bool {
 	same := a.ActualLRPInstanceKey == ik
+	cleared := ik == ActualLRPInstanceKey{}
 	switch a.State {
 	case StateUnclaimed:
 		return to == StateUnclaimed || to == StateClaimed || to == StateRunning
 	case StateClaimed:
 		switch to {
-		case StateUnclaimed, StateRunning:
+		case StateUnclaimed:
+			return cleared
+		case StateRunning:
 			return true
 		case StateClaimed, StateCrashed:
 			return same
 		}
 	case StateRunning:
 		switch to {
-		case StateUnclaimed, StateClaimed:
-			return true
-		case StateRunning, StateCrashed:
+		case StateUnclaimed:
+			return cleared
+		case StateClaimed, StateRunning, StateCrashed:
 			return same
 		}
 	case StateCrashed:
-		return to == StateUnclaimed || to == StateClaimed || to == StateRunning
+		switch to {
+		case StateUnclaimed:
+			return cleared
+		case StateClaimed, StateRunning:
+			return same
+		}
 	}
 	return false
 }

@@ -101,7 +101,7 @@ func startAPI(ctx context.Context, store *db.Store, addr string, tlsOpts tlsFlag
 		}
 		close(a.done)
 	}()
-	if err := store.Migrate(); err != nil {
+	if err := store.Migrate(ctx); err != nil {
 		a.stop()
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func runMigrateCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer store.Close()
-	if err := store.Migrate(); err != nil {
+	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
 	log.Info("migrations applied")

@@ -77,7 +77,7 @@ func setup() error {
 		return err
 	}
 	defer store.Close()
-	return store.Migrate()
+	return store.Migrate(ctx)
 }
 
 func databaseURL(name string) string {
@@ -102,9 +102,15 @@ func NewURL(t testing.TB) string {
 	if setupErr != nil {
 		t.Fatalf("test database: %v", setupErr)
 	}
+	return create(t, template)
+}
+
+// create makes a database from the given template, dropped when t ends.
+func create(t testing.TB, from string) string {
+	t.Helper()
 	name := fmt.Sprintf("%s_%d", template, counter.Add(1))
 	if err := admin(func(d *sql.DB) error {
-		_, err := d.Exec(`CREATE DATABASE ` + name + ` TEMPLATE ` + template)
+		_, err := d.Exec(`CREATE DATABASE ` + name + ` TEMPLATE ` + from)
 		return err
 	}); err != nil {
 		t.Fatalf("create test database: %v", err)
@@ -116,6 +122,16 @@ func NewURL(t testing.TB) string {
 		})
 	})
 	return databaseURL(name)
+}
+
+// NewEmptyURL returns the URL of a fresh database with no schema, for tests of migrations.
+func NewEmptyURL(t testing.TB) string {
+	t.Helper()
+	once.Do(func() { setupErr = setup() })
+	if setupErr != nil {
+		t.Fatalf("test database: %v", setupErr)
+	}
+	return create(t, "template0")
 }
 
 // NewStore returns a Store on a fresh, migrated database of its own for t.
