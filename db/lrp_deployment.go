@@ -62,4 +62,3 @@ JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.live`+
 	}
 	return out, nil
 }
-

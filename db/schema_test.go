@@ -53,16 +53,16 @@ func TestSchemaEnforcesDefinitionInvariants(t *testing.T) {
 	addDefinition(t, s, "p1", "v2")
 
 	bad := map[string]string{
-		"active names a missing definition":       `UPDATE desired_lrps SET active_definition_id = 'nope' WHERE process_guid = 'p1'`,
-		"healthy names a missing definition":      `UPDATE desired_lrps SET healthy_definition_id = 'nope' WHERE process_guid = 'p1'`,
-		"active names another LRP's definition":   `UPDATE desired_lrps SET active_definition_id = 'p2' WHERE process_guid = 'p1'`,
-		"the active definition is retired":        `UPDATE lrp_definitions SET live = false, retired_at = now() WHERE process_guid = 'p1' AND definition_id = 'p1'`,
-		"the active definition is deleted":        `DELETE FROM lrp_definitions WHERE process_guid = 'p1' AND definition_id = 'p1'`,
-		"a definition id is reused":               `INSERT INTO lrp_definitions (process_guid, definition_id, rootfs, memory_mb, disk_mb, run_info) VALUES ('p1', 'v2', 'x:y', 1, 1, '{}')`,
+		"active names a missing definition":      `UPDATE desired_lrps SET active_definition_id = 'nope' WHERE process_guid = 'p1'`,
+		"healthy names a missing definition":     `UPDATE desired_lrps SET healthy_definition_id = 'nope' WHERE process_guid = 'p1'`,
+		"active names another LRP's definition":  `UPDATE desired_lrps SET active_definition_id = 'p2' WHERE process_guid = 'p1'`,
+		"the active definition is retired":       `UPDATE lrp_definitions SET live = false, retired_at = now() WHERE process_guid = 'p1' AND definition_id = 'p1'`,
+		"the active definition is deleted":       `DELETE FROM lrp_definitions WHERE process_guid = 'p1' AND definition_id = 'p1'`,
+		"a definition id is reused":              `INSERT INTO lrp_definitions (process_guid, definition_id, rootfs, memory_mb, disk_mb, run_info) VALUES ('p1', 'v2', 'x:y', 1, 1, '{}')`,
 		"a retired definition still marked live": `UPDATE lrp_definitions SET retired_at = now() WHERE definition_id = 'v2'`,
-		"two instances in one slot":               `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain, state, since, modification_epoch) VALUES ('p1', 'p1', 0, 'd', 'UNCLAIMED', 0, 'e')`,
-		"an UNCLAIMED instance holds a cell":      `UPDATE actual_lrps SET cell_id = 'c' WHERE process_guid = 'p1'`,
-		"an unknown state":                        `UPDATE actual_lrps SET state = 'STARTING' WHERE process_guid = 'p1'`,
+		"two instances in one slot":              `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain, state, since, modification_epoch) VALUES ('p1', 'p1', 0, 'd', 'UNCLAIMED', 0, 'e')`,
+		"an UNCLAIMED instance holds a cell":     `UPDATE actual_lrps SET cell_id = 'c' WHERE process_guid = 'p1'`,
+		"an unknown state":                       `UPDATE actual_lrps SET state = 'STARTING' WHERE process_guid = 'p1'`,
 	}
 	for name, stmt := range bad {
 		t.Run(name, func(t *testing.T) {

@@ -45,7 +45,9 @@ func TestAPIEndToEnd(t *testing.T) {
 		t.Fatalf("domains = %v", domains.Domains)
 	}
 
-	var desired struct{ DesiredLRP obj `json:"desired_lrp"` }
+	var desired struct {
+		DesiredLRP obj `json:"desired_lrp"`
+	}
 	c.mustPost("/v1/desired_lrp/desire", obj{"desired_lrp": desiredLRP("web", 3)}, &desired)
 	if desired.DesiredLRP["definition_id"] != "web" {
 		t.Fatalf("desire answered %v", desired.DesiredLRP)
@@ -56,7 +58,9 @@ func TestAPIEndToEnd(t *testing.T) {
 	}
 
 	// Every read route sees it.
-	var got struct{ DesiredLRP obj `json:"desired_lrp"` }
+	var got struct {
+		DesiredLRP obj `json:"desired_lrp"`
+	}
 	c.mustPost("/v1/desired_lrps/get_by_process_guid", obj{"process_guid": "web"}, &got)
 	for field, want := range map[string]any{"process_guid": "web", "domain": "cf-apps", "instances": 3.0,
 		"rootfs": "preloaded:cflinuxfs4", "memory_mb": 256.0, "annotation": "etag-1", "definition_id": "web"} {
@@ -67,28 +71,38 @@ func TestAPIEndToEnd(t *testing.T) {
 	if _, ok := got.DesiredLRP["previous_definition_id"]; ok {
 		t.Error("previous_definition_id is set with no rollout in progress")
 	}
-	var list struct{ DesiredLRPs []obj `json:"desired_lrps"` }
+	var list struct {
+		DesiredLRPs []obj `json:"desired_lrps"`
+	}
 	c.mustPost("/v1/desired_lrps/list", obj{"domain": "cf-apps"}, &list)
 	if len(list.DesiredLRPs) != 1 {
 		t.Fatalf("desired_lrps = %d", len(list.DesiredLRPs))
 	}
-	var infos struct{ Infos []obj `json:"desired_lrp_scheduling_infos"` }
+	var infos struct {
+		Infos []obj `json:"desired_lrp_scheduling_infos"`
+	}
 	c.mustPost("/v1/desired_lrp_scheduling_infos/list", obj{"process_guids": []string{"web"}}, &infos)
 	if len(infos.Infos) != 1 || infos.Infos[0]["memory_mb"] != 256.0 || infos.Infos[0]["action"] != nil {
 		t.Fatalf("scheduling infos = %v", infos.Infos)
 	}
-	var dep struct{ LRPDeployment obj `json:"lrp_deployment"` }
+	var dep struct {
+		LRPDeployment obj `json:"lrp_deployment"`
+	}
 	c.mustPost("/v1/lrp_deployments/get_by_process_guid", obj{"process_guid": "web"}, &dep)
 	if dep.LRPDeployment["active_definition_id"] != "web" || dep.LRPDeployment["healthy_definition_id"] != "" ||
 		len(dep.LRPDeployment["definitions"].(obj)) != 1 {
 		t.Fatalf("lrp deployment = %v", dep.LRPDeployment)
 	}
-	var deps struct{ LRPDeployments []obj `json:"lrp_deployments"` }
+	var deps struct {
+		LRPDeployments []obj `json:"lrp_deployments"`
+	}
 	c.mustPost("/v1/lrp_deployments/list", nil, &deps)
 	if len(deps.LRPDeployments) != 1 {
 		t.Fatalf("lrp deployments = %d", len(deps.LRPDeployments))
 	}
-	var actuals struct{ ActualLRPs []obj `json:"actual_lrps"` }
+	var actuals struct {
+		ActualLRPs []obj `json:"actual_lrps"`
+	}
 	c.mustPost("/v1/actual_lrps/list", obj{"process_guid": "web"}, &actuals)
 	if len(actuals.ActualLRPs) != 3 {
 		t.Fatalf("actual lrps = %d, want 3", len(actuals.ActualLRPs))
@@ -98,7 +112,9 @@ func TestAPIEndToEnd(t *testing.T) {
 			t.Fatalf("actual lrp %d = %v", i, a)
 		}
 	}
-	var groups struct{ Groups []obj `json:"actual_lrp_groups"` }
+	var groups struct {
+		Groups []obj `json:"actual_lrp_groups"`
+	}
 	c.mustPost("/v1/actual_lrp_groups/list", obj{"domain": "cf-apps"}, &groups)
 	if len(groups.Groups) != 3 {
 		t.Fatalf("groups = %d", len(groups.Groups))
@@ -107,7 +123,9 @@ func TestAPIEndToEnd(t *testing.T) {
 	if len(groups.Groups) != 3 {
 		t.Fatalf("groups by guid = %d", len(groups.Groups))
 	}
-	var group struct{ Group obj `json:"actual_lrp_group"` }
+	var group struct {
+		Group obj `json:"actual_lrp_group"`
+	}
 	c.mustPost("/v1/actual_lrp_groups/get_by_process_guid_and_index", obj{"process_guid": "web", "index": 2}, &group)
 	if group.Group["instance"].(obj)["index"] != 2.0 {
 		t.Fatalf("group = %v", group.Group)

@@ -81,7 +81,9 @@ func TestDevModeRunsTheWholeSystem(t *testing.T) {
 	p = start(t, nil, args...)
 	p.waitOutput(t, "Ctrl-C stops everything", 2*time.Minute)
 	c.waitAvailable(p, 10*time.Second)
-	var got struct{ DesiredLRP obj `json:"desired_lrp"` }
+	var got struct {
+		DesiredLRP obj `json:"desired_lrp"`
+	}
 	c.mustPost("/v1/desired_lrps/get_by_process_guid", obj{"process_guid": "kept"}, &got)
 	if got.DesiredLRP["instances"] != 2.0 {
 		t.Fatalf("after restart: %v", got.DesiredLRP)
