@@ -30,7 +30,8 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 // decodeRequest parses a BBS-style request body into v. An empty body is an empty request;
 // text that is not JSON is InvalidJSON; JSON of the wrong shape or types is InvalidRequest.
 func decodeRequest(body []byte, v any) error {
-	body = bytes.TrimSpace(body)
+	// JSON whitespace only (RFC 8259): bytes.TrimSpace would also strip \v, \f, U+0085 and U+00A0.
+	body = bytes.Trim(body, " \t\r\n")
 	if len(body) == 0 {
 		return nil
 	}

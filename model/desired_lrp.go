@@ -49,7 +49,9 @@ func (d *DesiredLRP) Validate() error {
 	return d.LRPDefinition.Validate()
 }
 
-// Validate checks the total size of the routes and that each value is JSON.
+// Validate checks the total size of the routes and that each value is JSON. A value is
+// measured as the API sends it back (compact, with <, >, &, U+2028 and U+2029 escaped), so
+// that routes the API returns are routes it accepts.
 func (r Routes) Validate() error {
 	total := 0
 	for name, v := range r {
@@ -59,7 +61,11 @@ func (r Routes) Validate() error {
 		if !json.Valid(v) {
 			return invalid("routes[%q] is not valid JSON", name)
 		}
-		total += len(name) + len(v)
+		encoded, err := json.Marshal(v)
+		if err != nil {
+			return invalid("routes[%q] is not valid JSON", name)
+		}
+		total += len(name) + len(encoded)
 	}
 	if total > MaxRoutesBytes {
 		return invalid("routes are %d bytes, more than the limit of %d", total, MaxRoutesBytes)
