@@ -33,6 +33,9 @@ func mapError(err error) error {
 		case "57P01", "57P02", "57P03", "53300": // shutting down, cannot connect now, too many connections
 			return &model.Error{Type: model.ErrUnavailable, Message: "database unavailable"}
 		}
+		if pqErr.Code.Class() == "22" { // data_exception: a value PostgreSQL cannot store, e.g. a NUL character
+			return model.Errorf(model.ErrInvalidRequest, "a value cannot be stored: %s", pqErr.Message)
+		}
 		return err
 	}
 	var netErr net.Error

@@ -37,6 +37,9 @@ func (d *DesiredLRP) Validate() error {
 	if d.Domain == "" {
 		return invalid("domain is required")
 	}
+	if len(d.Domain) > MaxGUIDLength {
+		return invalid("domain is longer than %d characters", MaxGUIDLength)
+	}
 	if err := validateInstances(d.Instances); err != nil {
 		return err
 	}
