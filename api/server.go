@@ -4,6 +4,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"net/http"
 	"sync/atomic"
@@ -189,11 +190,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-var errPanic = &panicError{}
-
-type panicError struct{}
-
-func (*panicError) Error() string { return "handler panicked" }
+var errPanic = errors.New("handler panicked")
 
 func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
