@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"time"
 
 	"github.com/updatable-lrps/bbs/model"
 )
@@ -15,4 +16,41 @@ type cellsResponse struct {
 func (s *Server) listCells(ctx context.Context, _ *listCellsRequest) (cellsResponse, error) {
 	cells, err := s.store.Cells(ctx)
 	return cellsResponse{Cells: cells}, err
+}
+
+// DefaultCellTTL is how long a cell's presence lasts without a heartbeat when it names no TTL.
+const DefaultCellTTL = 10 * time.Second
+
+type cellHeartbeatRequest struct {
+	Cell *model.CellPresence `json:"cell_presence"`
+	// TTL is in seconds; 0 means DefaultCellTTL.
+	TTL int64 `json:"ttl"`
+}
+
+func (r *cellHeartbeatRequest) Validate() error {
+	if r.Cell == nil {
+		return model.Errorf(model.ErrInvalidRequest, "cell_presence is required")
+	}
+	if r.TTL < 0 || r.TTL > 3600 {
+		return model.Errorf(model.ErrInvalidRequest, "ttl must be between 0 and 3600 seconds")
+	}
+	return r.Cell.Validate()
+}
+
+type cellIDRequest struct {
+	CellID string `json:"cell_id"`
+}
+
+func (r *cellIDRequest) Validate() error { return model.ValidateGUID("cell_id", r.CellID) }
+
+func (s *Server) cellHeartbeat(ctx context.Context, req *cellHeartbeatRequest) (emptyResponse, error) {
+	ttl := DefaultCellTTL
+	if req.TTL > 0 {
+		ttl = time.Duration(req.TTL) * time.Second
+	}
+	return emptyResponse{}, s.store.UpsertCell(ctx, *req.Cell, ttl)
+}
+
+func (s *Server) removeCell(ctx context.Context, req *cellIDRequest) (emptyResponse, error) {
+	return emptyResponse{}, s.store.RemoveCell(ctx, req.CellID)
 }

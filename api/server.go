@@ -4,8 +4,8 @@ package api
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -36,6 +36,13 @@ type Store interface {
 	Rollouts(ctx context.Context, f model.RolloutFilter) ([]model.Rollout, error)
 	RolloutByProcessGUID(ctx context.Context, guid string) (*model.Rollout, error)
 	Cells(ctx context.Context) ([]model.CellPresence, error)
+	UpsertCell(ctx context.Context, c model.CellPresence, ttl time.Duration) error
+	RemoveCell(ctx context.Context, cellID string) error
+	ClaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, tag *model.ModificationTag) (*model.ActualLRP, error)
+	StartActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo, tag *model.ModificationTag) (*model.ActualLRP, error)
+	CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, reason string, tag *model.ModificationTag) (*model.ActualLRP, error)
+	FailActualLRP(ctx context.Context, key model.ActualLRPKey, placementError string, tag *model.ModificationTag) (*model.ActualLRP, error)
+	RemoveActualLRP(ctx context.Context, key model.ActualLRPKey, presence string, ik *model.ActualLRPInstanceKey, tag *model.ModificationTag) error
 }
 
 // Stopper asks cells to stop CLAIMED or RUNNING instances; the cells then remove the records.
@@ -49,6 +56,7 @@ type Server struct {
 	stopper Stopper
 	log     *zap.Logger
 	metrics *metrics
+	events  EventSource
 	ready   atomic.Bool
 	router  chi.Router
 }
@@ -83,6 +91,7 @@ func (s *Server) routes() chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireReady)
 		r.Post("/v1/ping", s.ping)
+		r.Get("/v1/events/lrp_instances", s.streamEvents)
 
 		r.Post("/v1/domains/upsert", handle(s, s.upsertDomain))
 		r.Post("/v1/domains/list", handle(s, s.listDomains))
@@ -113,6 +122,14 @@ func (s *Server) routes() chi.Router {
 		r.Post("/v1/rollouts/get", handle(s, s.getRollout))
 
 		r.Post("/v1/cells/list", handle(s, s.listCells))
+		r.Post("/v1/cells/heartbeat", handle(s, s.cellHeartbeat))
+		r.Post("/v1/cells/remove", handle(s, s.removeCell))
+
+		r.Post("/v1/actual_lrps/claim", handle(s, s.claimActualLRP))
+		r.Post("/v1/actual_lrps/start", handle(s, s.startActualLRP))
+		r.Post("/v1/actual_lrps/crash", handle(s, s.crashActualLRP))
+		r.Post("/v1/actual_lrps/fail", handle(s, s.failActualLRP))
+		r.Post("/v1/actual_lrps/remove", handle(s, s.removeActualLRP))
 	})
 	return r
 }

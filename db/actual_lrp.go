@@ -92,20 +92,26 @@ RETURNING `+actualColumns, guid, def, domain, n, s.nowNanos())
 }
 
 // retireIndicesFrom deletes the UNCLAIMED and CRASHED instances at index `from` and above,
-// and returns the CLAIMED and RUNNING ones there, which their cells must stop.
-func (s *Store) retireIndicesFrom(ctx context.Context, tx *sqlx.Tx, guid string, from int32) ([]model.ActualLRP, error) {
-	if _, err := tx.ExecContext(ctx, `
-DELETE FROM actual_lrps
-WHERE process_guid = $1 AND instance_index >= $2 AND state IN ('UNCLAIMED', 'CRASHED')`, guid, from); err != nil {
-		return nil, err
-	}
+// returning them, and returns the CLAIMED and RUNNING ones there, which their cells must stop.
+func (s *Store) retireIndicesFrom(ctx context.Context, tx *sqlx.Tx, guid string, from int32) (removed, toStop []model.ActualLRP, err error) {
 	var rows []actualRow
+	if err := tx.SelectContext(ctx, &rows, `
+DELETE FROM actual_lrps
+WHERE process_guid = $1 AND instance_index >= $2 AND state IN ('UNCLAIMED', 'CRASHED')
+RETURNING `+actualColumns, guid, from); err != nil {
+		return nil, nil, err
+	}
+	if removed, err = actualModels(rows); err != nil {
+		return nil, nil, err
+	}
+	rows = nil
 	if err := tx.SelectContext(ctx, &rows, `SELECT `+actualColumns+` FROM actual_lrps
 WHERE process_guid = $1 AND instance_index >= $2
 ORDER BY instance_index, definition_id, presence`, guid, from); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return actualModels(rows)
+	toStop, err = actualModels(rows)
+	return removed, toStop, err
 }
 
 // ActualLRPs lists the instances (of every presence) that match the filter, ordered by
@@ -202,10 +208,16 @@ ORDER BY definition_id FOR UPDATE`, key.ProcessGUID, key.Index, key.DefinitionID
 			toStop = &a
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM actual_lrps
+		if _, err := tx.ExecContext(ctx, `DELETE FROM actual_lrps
 WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND presence = 'ORDINARY'`,
-			chosen.ProcessGUID, chosen.DefinitionID, chosen.Index)
-		return err
+			chosen.ProcessGUID, chosen.DefinitionID, chosen.Index); err != nil {
+			return err
+		}
+		a, err := chosen.model()
+		if err != nil {
+			return err
+		}
+		return appendEvents(ctx, tx, event(model.EventActualLRPRemoved, a))
 	})
 	return toStop, err
 }

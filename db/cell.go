@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"time"
 
 	"github.com/lib/pq"
 	"github.com/updatable-lrps/bbs/model"
@@ -16,13 +17,14 @@ type cellRow struct {
 	DiskMB        int32          `db:"disk_mb"`
 	Containers    int32          `db:"containers"`
 	PlacementTags pq.StringArray `db:"placement_tags"`
+	Evacuating    bool           `db:"evacuating"`
 }
 
 // Cells lists the cells whose presence has not expired, ordered by id.
 func (s *Store) Cells(ctx context.Context) ([]model.CellPresence, error) {
 	var rows []cellRow
 	err := s.db.SelectContext(ctx, &rows, `
-SELECT cell_id, zone, rep_address, memory_mb, disk_mb, containers, placement_tags
+SELECT cell_id, zone, rep_address, memory_mb, disk_mb, containers, placement_tags, evacuating
 FROM cells WHERE expires_at > now() ORDER BY cell_id`)
 	if err != nil {
 		return nil, mapError(err)
@@ -31,7 +33,8 @@ FROM cells WHERE expires_at > now() ORDER BY cell_id`)
 	for _, r := range rows {
 		c := model.CellPresence{
 			CellID: r.CellID, Zone: r.Zone, RepAddress: r.RepAddress,
-			Capacity: model.CellCapacity{MemoryMB: r.MemoryMB, DiskMB: r.DiskMB, Containers: r.Containers},
+			Capacity:   model.CellCapacity{MemoryMB: r.MemoryMB, DiskMB: r.DiskMB, Containers: r.Containers},
+			Evacuating: r.Evacuating,
 		}
 		if len(r.PlacementTags) > 0 {
 			c.PlacementTags = r.PlacementTags
@@ -39,4 +42,33 @@ FROM cells WHERE expires_at > now() ORDER BY cell_id`)
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// UpsertCell records a cell's presence, fresh for ttl; a cell heartbeats well within it.
+func (s *Store) UpsertCell(ctx context.Context, c model.CellPresence, ttl time.Duration) error {
+	tags := c.PlacementTags
+	if tags == nil {
+		tags = []string{}
+	}
+	_, err := s.db.ExecContext(ctx, `
+INSERT INTO cells (cell_id, zone, rep_address, memory_mb, disk_mb, containers, placement_tags, evacuating, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9))
+ON CONFLICT (cell_id) DO UPDATE SET zone = EXCLUDED.zone, rep_address = EXCLUDED.rep_address,
+    memory_mb = EXCLUDED.memory_mb, disk_mb = EXCLUDED.disk_mb, containers = EXCLUDED.containers,
+    placement_tags = EXCLUDED.placement_tags, evacuating = EXCLUDED.evacuating, expires_at = EXCLUDED.expires_at`,
+		c.CellID, c.Zone, c.RepAddress, c.Capacity.MemoryMB, c.Capacity.DiskMB, c.Capacity.Containers,
+		pq.StringArray(tags), c.Evacuating, ttl.Seconds())
+	return mapError(err)
+}
+
+// RemoveCell forgets a cell that shut down cleanly.
+func (s *Store) RemoveCell(ctx context.Context, cellID string) error {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM cells WHERE cell_id = $1`, cellID)
+	if err != nil {
+		return mapError(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notFound("cell", cellID)
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq" // the PostgreSQL driver
+	"github.com/updatable-lrps/bbs/model"
 )
 
 //go:embed migrations/*.sql
@@ -21,8 +22,10 @@ var migrations embed.FS
 
 // Store reads and writes the BBS records.
 type Store struct {
-	db  *sqlx.DB
-	now func() time.Time
+	db            *sqlx.DB
+	url           string
+	now           func() time.Time
+	restartPolicy model.RestartPolicy
 }
 
 // Open connects to the database at url and checks that it answers.
@@ -38,7 +41,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		d.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
-	return &Store{db: d, now: time.Now}, nil
+	return &Store{db: d, url: url, now: time.Now, restartPolicy: model.DefaultRestartPolicy()}, nil
 }
 
 // Close releases the connections.
@@ -91,6 +94,12 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	}
 	return mapError(tx.Commit())
 }
+
+// SetRestartPolicy replaces the crash restart policy (tests and operators may shorten it).
+func (s *Store) SetRestartPolicy(p model.RestartPolicy) { s.restartPolicy = p }
+
+// timeFromNanos converts BBS's `since` back to a time.
+func timeFromNanos(n int64) time.Time { return time.Unix(0, n) }
 
 // nowNanos is the time in BBS's `since` unit.
 func (s *Store) nowNanos() int64 { return s.now().UnixNano() }

@@ -143,8 +143,12 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 		if _, err := tx.NamedExecContext(ctx, insertDefinition, def); err != nil {
 			return err
 		}
-		_, err = s.createMissingInstances(ctx, tx, d.ProcessGUID, d.Domain, d.DefinitionID, d.Instances)
-		return err
+		created, err := s.createMissingInstances(ctx, tx, d.ProcessGUID, d.Domain, d.DefinitionID, d.Instances)
+		if err != nil {
+			return err
+		}
+		return appendEvents(ctx, tx, append([]pendingEvent{event(model.EventDesiredLRPCreated, &d)},
+			instanceEvents(model.EventActualLRPCreated, created)...)...)
 	})
 	if err != nil {
 		return nil, err
@@ -295,22 +299,28 @@ UPDATE desired_lrps SET instances = $2, routes = $3, annotation = $4, metric_tag
 WHERE process_guid = $1`, guid, set.Instances, set.Routes, set.Annotation, set.MetricTags); err != nil {
 			return err
 		}
+		var created, removed []model.ActualLRP
 		if set.Instances > row.Instances {
 			def := row.ActiveDefinitionID
 			if row.HealthyDefinitionID.Valid {
 				def = row.HealthyDefinitionID.String
 			}
-			if _, err := s.createMissingInstances(ctx, tx, guid, row.Domain, def, set.Instances); err != nil {
+			if created, err = s.createMissingInstances(ctx, tx, guid, row.Domain, def, set.Instances); err != nil {
 				return err
 			}
 		}
 		if set.Instances < row.Instances {
-			if res.ToStop, err = s.retireIndicesFrom(ctx, tx, guid, set.Instances); err != nil {
+			if removed, res.ToStop, err = s.retireIndicesFrom(ctx, tx, guid, set.Instances); err != nil {
 				return err
 			}
 		}
-		res.After, err = s.desiredInTx(ctx, tx, guid)
-		return err
+		if res.After, err = s.desiredInTx(ctx, tx, guid); err != nil {
+			return err
+		}
+		events := []pendingEvent{changed(model.EventDesiredLRPChanged, res.Before, res.After)}
+		events = append(events, instanceEvents(model.EventActualLRPCreated, created)...)
+		events = append(events, instanceEvents(model.EventActualLRPRemoved, removed)...)
+		return appendEvents(ctx, tx, events...)
 	})
 	if err != nil {
 		return nil, err
@@ -354,8 +364,12 @@ UPDATE rollouts SET state = 'failed', reason = 'the LRP was removed', finished_a
 WHERE process_guid = $1 AND state IN ('active', 'paused', 'canceling')`, guid); err != nil {
 			return err
 		}
-		res.ToStop, err = s.retireIndicesFrom(ctx, tx, guid, 0)
-		return err
+		var removed []model.ActualLRP
+		if removed, res.ToStop, err = s.retireIndicesFrom(ctx, tx, guid, 0); err != nil {
+			return err
+		}
+		return appendEvents(ctx, tx, append([]pendingEvent{event(model.EventDesiredLRPRemoved, res.Removed)},
+			instanceEvents(model.EventActualLRPRemoved, removed)...)...)
 	})
 	if err != nil {
 		return nil, err

@@ -14,4 +14,23 @@ type CellPresence struct {
 	RepAddress    string       `json:"rep_address"`
 	Capacity      CellCapacity `json:"capacity"`
 	PlacementTags []string     `json:"placement_tags,omitempty"`
+	// Evacuating is set while the cell drains: it takes no new work.
+	Evacuating bool `json:"evacuating,omitempty"`
+}
+
+// Validate checks a cell's announcement.
+func (c *CellPresence) Validate() error {
+	if err := ValidateGUID("cell_id", c.CellID); err != nil {
+		return err
+	}
+	if c.Zone == "" {
+		return invalid("zone is required")
+	}
+	if c.RepAddress == "" {
+		return invalid("rep_address is required")
+	}
+	if c.Capacity.MemoryMB < 0 || c.Capacity.DiskMB < 0 || c.Capacity.Containers < 0 {
+		return invalid("capacity must not be negative")
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/updatable-lrps/bbs/api"
 	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/events"
 	"go.uber.org/zap"
 )
 
@@ -83,7 +84,8 @@ func startAPI(ctx context.Context, store *db.Store, addr string, tlsOpts tlsFlag
 	if err != nil {
 		return nil, err
 	}
-	server := api.NewServer(store, nil, log)
+	hub := events.NewHub(store, store.URL(), events.Options{}, log)
+	server := api.NewServer(store, nil, log).WithEvents(hub)
 	a := &runningAPI{
 		http: &http.Server{
 			Handler:           server,
@@ -105,6 +107,11 @@ func startAPI(ctx context.Context, store *db.Store, addr string, tlsOpts tlsFlag
 		a.stop()
 		return nil, err
 	}
+	go func() {
+		if err := hub.Run(ctx); err != nil {
+			log.Error("event hub stopped", zap.Error(err))
+		}
+	}()
 	server.MarkReady()
 	log.Info("api listening", zap.String("address", a.url()))
 	return a, nil

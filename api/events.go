@@ -1,0 +1,60 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// EventSource is what the event stream needs: live events from now on.
+type EventSource interface {
+	Subscribe() (<-chan model.Event, func())
+}
+
+// WithEvents lets the server stream events; without it the event route answers Unavailable.
+func (s *Server) WithEvents(src EventSource) *Server {
+	s.events = src
+	return s
+}
+
+// streamEvents serves GET /v1/events/lrp_instances as Server-Sent Events: one message per
+// change, named as in API.md, with the event's id, and a comment every 15 s to keep idle
+// connections open through proxies.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
+	if s.events == nil {
+		s.writeError(w, r, model.Errorf(model.ErrUnavailable, "this server does not stream events"))
+		return
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		s.writeError(w, r, model.Errorf(model.ErrUnavailable, "streaming is not supported on this connection"))
+		return
+	}
+	events, cancel := s.events.Subscribe()
+	defer cancel()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, ": lrp instance events\n\n")
+	flusher.Flush()
+	keepAlive := time.NewTicker(15 * time.Second)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-keepAlive.C:
+			fmt.Fprint(w, ": keep-alive\n\n")
+		case e, ok := <-events:
+			if !ok {
+				return // fell behind: the client reconnects and re-reads state
+			}
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Name, e.Data)
+		}
+		flusher.Flush()
+	}
+}

@@ -1,0 +1,320 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// The lifecycle writes cells make as they run instances (BBS's ActualLRP lifecycle): each
+// locks the instance's row, checks BBS's state machine and, when given, the modification tag,
+// and writes the change with its events in one transaction.
+
+// lockInstance finds and locks the instance of key at presence. A key without a definition id
+// (an older client) means the active definition's instance, else the only one at the index.
+func lockInstance(ctx context.Context, tx *sqlx.Tx, key model.ActualLRPKey, presence string) (*actualRow, error) {
+	var rows []actualRow
+	err := tx.SelectContext(ctx, &rows, `SELECT `+actualColumns+` FROM actual_lrps
+WHERE process_guid = $1 AND instance_index = $2 AND presence = $3 AND ($4 = '' OR definition_id = $4)
+ORDER BY definition_id = coalesce((SELECT active_definition_id FROM desired_lrps WHERE process_guid = $1), '') DESC, definition_id
+FOR UPDATE`, key.ProcessGUID, key.Index, presence, key.DefinitionID)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, model.Errorf(model.ErrResourceNotFound, "no %s instance of %q at index %d", presence, key.ProcessGUID, key.Index)
+	}
+	return &rows[0], nil
+}
+
+func checkTag(row *actualRow, tag *model.ModificationTag) error {
+	if tag != nil && (tag.Epoch != row.ModificationEpoch || tag.Index != row.ModificationIndex) {
+		return model.Errorf(model.ErrResourceConflict, "instance %s/%d changed since modification tag %s/%d (now %s/%d)",
+			row.ProcessGUID, row.Index, tag.Epoch, tag.Index, row.ModificationEpoch, row.ModificationIndex)
+	}
+	return nil
+}
+
+// writeInstance stores every mutable field of a, bumping its modification index, and returns
+// the stored instance.
+func writeInstance(ctx context.Context, tx *sqlx.Tx, a *model.ActualLRP) (model.ActualLRP, error) {
+	ports, err := json.Marshal(a.Ports)
+	if err != nil {
+		return model.ActualLRP{}, err
+	}
+	if a.Ports == nil {
+		ports = []byte("[]")
+	}
+	var row actualRow
+	err = tx.GetContext(ctx, &row, `UPDATE actual_lrps SET
+    state = $5, instance_guid = $6, cell_id = $7, address = $8, ports = $9, instance_address = $10,
+    placement_error = $11, since = $12, crash_count = $13, crash_reason = $14,
+    modification_index = modification_index + 1
+WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND presence = $4
+RETURNING `+actualColumns,
+		a.ProcessGUID, a.DefinitionID, a.Index, a.Presence, a.State, a.InstanceGUID, a.CellID, a.Address,
+		ports, a.InstanceAddress, a.PlacementError, a.Since, a.CrashCount, a.CrashReason)
+	if err != nil {
+		return model.ActualLRP{}, err
+	}
+	return row.model()
+}
+
+// ClaimActualLRP records that a cell is starting the instance (UNCLAIMED → CLAIMED).
+func (s *Store) ClaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, tag *model.ModificationTag) (*model.ActualLRP, error) {
+	var out model.ActualLRP
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		row, err := lockInstance(ctx, tx, key, model.PresenceOrdinary)
+		if err != nil {
+			return err
+		}
+		if err := checkTag(row, tag); err != nil {
+			return err
+		}
+		before, err := row.model()
+		if err != nil {
+			return err
+		}
+		if before.State == model.StateClaimed && before.ActualLRPInstanceKey == ik {
+			out = before
+			return nil
+		}
+		if !before.AllowsTransitionTo(ik, model.StateClaimed) {
+			return model.Errorf(model.ErrCannotBeClaimed, "instance %s/%d is %s on %q and cannot be claimed by %q",
+				before.ProcessGUID, before.Index, before.State, before.CellID, ik.CellID)
+		}
+		after := before
+		after.State, after.ActualLRPInstanceKey = model.StateClaimed, ik
+		after.ActualLRPNetInfo, after.PlacementError, after.Since = model.ActualLRPNetInfo{}, "", s.nowNanos()
+		if out, err = writeInstance(ctx, tx, &after); err != nil {
+			return err
+		}
+		return appendEvents(ctx, tx, changed(model.EventActualLRPChanged, before, out))
+	})
+	return &out, err
+}
+
+// StartActualLRP records that the instance runs on a cell (→ RUNNING), creating the record
+// when the store has none (a cell reports what really runs, seed 003). The first RUNNING
+// instance of the active definition makes it the LRP's healthy definition (seed 000).
+func (s *Store) StartActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo, tag *model.ModificationTag) (*model.ActualLRP, error) {
+	var out model.ActualLRP
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		row, err := lockInstance(ctx, tx, key, model.PresenceOrdinary)
+		if model.IsType(err, model.ErrResourceNotFound) {
+			if out, err = s.createRunning(ctx, tx, key, ik, net); err != nil {
+				return err
+			}
+			return s.markHealthy(ctx, tx, out.ProcessGUID, out.DefinitionID)
+		}
+		if err != nil {
+			return err
+		}
+		if err := checkTag(row, tag); err != nil {
+			return err
+		}
+		before, err := row.model()
+		if err != nil {
+			return err
+		}
+		if before.State == model.StateRunning && before.ActualLRPInstanceKey == ik && sameNetInfo(before.ActualLRPNetInfo, net) {
+			out = before
+			return nil
+		}
+		if !before.AllowsTransitionTo(ik, model.StateRunning) {
+			return model.Errorf(model.ErrCannotBeStarted, "instance %s/%d is %s on %q and cannot be started by %q",
+				before.ProcessGUID, before.Index, before.State, before.CellID, ik.CellID)
+		}
+		after := before
+		after.State, after.ActualLRPInstanceKey, after.ActualLRPNetInfo = model.StateRunning, ik, net
+		after.PlacementError = ""
+		if before.State != model.StateRunning {
+			after.Since = s.nowNanos()
+		}
+		if out, err = writeInstance(ctx, tx, &after); err != nil {
+			return err
+		}
+		if err := appendEvents(ctx, tx, changed(model.EventActualLRPChanged, before, out)); err != nil {
+			return err
+		}
+		return s.markHealthy(ctx, tx, out.ProcessGUID, out.DefinitionID)
+	})
+	return &out, err
+}
+
+func sameNetInfo(a, b model.ActualLRPNetInfo) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+func (s *Store) createRunning(ctx context.Context, tx *sqlx.Tx, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo) (model.ActualLRP, error) {
+	if key.DefinitionID == "" {
+		err := tx.GetContext(ctx, &key.DefinitionID, `SELECT active_definition_id FROM desired_lrps WHERE process_guid = $1`, key.ProcessGUID)
+		if err == sql.ErrNoRows {
+			key.DefinitionID = key.ProcessGUID // promotion's default id (seed 000)
+		} else if err != nil {
+			return model.ActualLRP{}, err
+		}
+	}
+	if key.Domain == "" {
+		return model.ActualLRP{}, model.Errorf(model.ErrInvalidRequest, "actual_lrp_key.domain is required to record an instance the store does not know")
+	}
+	ports, err := json.Marshal(net.Ports)
+	if err != nil {
+		return model.ActualLRP{}, err
+	}
+	if net.Ports == nil {
+		ports = []byte("[]")
+	}
+	var row actualRow
+	err = tx.GetContext(ctx, &row, `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain,
+    state, instance_guid, cell_id, address, ports, instance_address, since, modification_epoch)
+VALUES ($1, $2, $3, $4, 'RUNNING', $5, $6, $7, $8, $9, $10, gen_random_uuid()::text)
+RETURNING `+actualColumns, key.ProcessGUID, key.DefinitionID, key.Index, key.Domain, ik.InstanceGUID, ik.CellID,
+		net.Address, ports, net.InstanceAddress, s.nowNanos())
+	if err != nil {
+		return model.ActualLRP{}, err
+	}
+	a, err := row.model()
+	if err != nil {
+		return a, err
+	}
+	return a, appendEvents(ctx, tx, event(model.EventActualLRPCreated, a))
+}
+
+// markHealthy sets the LRP's healthy definition when def, its active definition, runs.
+func (s *Store) markHealthy(ctx context.Context, tx *sqlx.Tx, guid, def string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE desired_lrps SET healthy_definition_id = $2, updated_at = now()
+WHERE process_guid = $1 AND active_definition_id = $2 AND healthy_definition_id IS DISTINCT FROM $2`, guid, def)
+	return err
+}
+
+// CrashActualLRP records that a claimed or running instance crashed and applies the rep's
+// crash dance (seed 003): the first crashes go straight back to UNCLAIMED, for placement;
+// later ones wait as CRASHED for the converger's backoff. An instance that is no longer
+// desired (LRP removed, index beyond the count, definition gone) is removed instead.
+func (s *Store) CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, reason string, tag *model.ModificationTag) (*model.ActualLRP, error) {
+	var out model.ActualLRP
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		row, err := lockInstance(ctx, tx, key, model.PresenceOrdinary)
+		if err != nil {
+			return err
+		}
+		if err := checkTag(row, tag); err != nil {
+			return err
+		}
+		before, err := row.model()
+		if err != nil {
+			return err
+		}
+		if !before.AllowsTransitionTo(ik, model.StateCrashed) {
+			return model.Errorf(model.ErrCannotBeCrashed, "instance %s/%d is %s on %q and cannot be crashed by %q",
+				before.ProcessGUID, before.Index, before.State, before.CellID, ik.CellID)
+		}
+		now := s.now()
+		count, restartNow := s.restartPolicy.CrashDance(before.CrashCount, timeFromNanos(before.Since), now)
+		after := before
+		after.ActualLRPInstanceKey, after.ActualLRPNetInfo = model.ActualLRPInstanceKey{}, model.ActualLRPNetInfo{}
+		after.CrashCount, after.CrashReason, after.Since = count, reason, now.UnixNano()
+		after.State = model.StateCrashed
+		if restartNow {
+			after.State = model.StateUnclaimed
+		}
+		wanted, err := stillDesired(ctx, tx, &before)
+		if err != nil {
+			return err
+		}
+		if !wanted {
+			if err := deleteInstance(ctx, tx, &before); err != nil {
+				return err
+			}
+			out = after
+			return appendEvents(ctx, tx, event(model.EventActualLRPCrashed, after), event(model.EventActualLRPRemoved, before))
+		}
+		if out, err = writeInstance(ctx, tx, &after); err != nil {
+			return err
+		}
+		return appendEvents(ctx, tx, event(model.EventActualLRPCrashed, out), changed(model.EventActualLRPChanged, before, out))
+	})
+	return &out, err
+}
+
+// stillDesired reports whether the LRP still wants an instance of a's definition at a's index.
+func stillDesired(ctx context.Context, tx *sqlx.Tx, a *model.ActualLRP) (bool, error) {
+	var ok bool
+	err := tx.GetContext(ctx, &ok, `SELECT EXISTS (
+    SELECT 1 FROM desired_lrps l JOIN lrp_definitions d ON d.process_guid = l.process_guid
+    WHERE l.process_guid = $1 AND d.definition_id = $2 AND d.live AND $3 < l.instances)`,
+		a.ProcessGUID, a.DefinitionID, a.Index)
+	return ok, err
+}
+
+func deleteInstance(ctx context.Context, tx *sqlx.Tx, a *model.ActualLRP) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM actual_lrps
+WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND presence = $4`,
+		a.ProcessGUID, a.DefinitionID, a.Index, a.Presence)
+	return err
+}
+
+// FailActualLRP records why an UNCLAIMED instance could not be placed.
+func (s *Store) FailActualLRP(ctx context.Context, key model.ActualLRPKey, placementError string, tag *model.ModificationTag) (*model.ActualLRP, error) {
+	var out model.ActualLRP
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		row, err := lockInstance(ctx, tx, key, model.PresenceOrdinary)
+		if err != nil {
+			return err
+		}
+		if err := checkTag(row, tag); err != nil {
+			return err
+		}
+		before, err := row.model()
+		if err != nil {
+			return err
+		}
+		if before.State != model.StateUnclaimed {
+			return model.Errorf(model.ErrCannotBeFailed, "instance %s/%d is %s; only an UNCLAIMED instance can fail placement",
+				before.ProcessGUID, before.Index, before.State)
+		}
+		if before.PlacementError == placementError {
+			out = before
+			return nil
+		}
+		after := before
+		after.PlacementError = placementError
+		if out, err = writeInstance(ctx, tx, &after); err != nil {
+			return err
+		}
+		return appendEvents(ctx, tx, changed(model.EventActualLRPChanged, before, out))
+	})
+	return &out, err
+}
+
+// RemoveActualLRP deletes an instance record at presence: compare-and-delete on the instance
+// key when one is given (a cell removes only what it runs) and on the tag when given.
+func (s *Store) RemoveActualLRP(ctx context.Context, key model.ActualLRPKey, presence string, ik *model.ActualLRPInstanceKey, tag *model.ModificationTag) error {
+	return s.inTx(ctx, func(tx *sqlx.Tx) error {
+		row, err := lockInstance(ctx, tx, key, presence)
+		if err != nil {
+			return err
+		}
+		if err := checkTag(row, tag); err != nil {
+			return err
+		}
+		a, err := row.model()
+		if err != nil {
+			return err
+		}
+		if ik != nil && a.ActualLRPInstanceKey != *ik {
+			return model.Errorf(model.ErrCannotBeRemoved, "instance %s/%d belongs to %q/%q, not %q/%q",
+				a.ProcessGUID, a.Index, a.CellID, a.InstanceGUID, ik.CellID, ik.InstanceGUID)
+		}
+		if err := deleteInstance(ctx, tx, &a); err != nil {
+			return err
+		}
+		return appendEvents(ctx, tx, event(model.EventActualLRPRemoved, a))
+	})
+}

@@ -1,0 +1,153 @@
+// Package events fans the store's event log out to subscribers: the HTTP event stream, and
+// anything else that must wake when an instance changes. The log lives in PostgreSQL, so
+// every API process sees every change, whichever process wrote it; a notification on
+// db.EventsChannel says when to read.
+package events
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/lib/pq"
+	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/model"
+	"go.uber.org/zap"
+)
+
+// Source is the store's event log.
+type Source interface {
+	EventsAfter(ctx context.Context, after int64, limit int) ([]model.Event, error)
+	LastEventID(ctx context.Context) (int64, error)
+}
+
+// Options tune the hub; zero values take the defaults.
+type Options struct {
+	// GapWait is how long a hole in the id sequence is awaited before it is skipped: a
+	// transaction that took an id may still be committing (or may have rolled back).
+	GapWait time.Duration
+	// Poll is how often the log is read without a notification, as a safety net.
+	Poll time.Duration
+	// Buffer is each subscriber's queue; a subscriber that falls this far behind is dropped
+	// (its channel closes) rather than slowing everyone down.
+	Buffer int
+}
+
+// Hub reads new events and hands them to every subscriber, in id order.
+type Hub struct {
+	src  Source
+	url  string
+	opts Options
+	log  *zap.Logger
+
+	mu   sync.Mutex
+	subs map[chan model.Event]struct{}
+	last int64
+}
+
+// NewHub builds a hub over src; url is the database to LISTEN on.
+func NewHub(src Source, url string, opts Options, log *zap.Logger) *Hub {
+	if opts.GapWait == 0 {
+		opts.GapWait = time.Second
+	}
+	if opts.Poll == 0 {
+		opts.Poll = time.Second
+	}
+	if opts.Buffer == 0 {
+		opts.Buffer = 4096
+	}
+	return &Hub{src: src, url: url, opts: opts, log: log.Named("events"), subs: map[chan model.Event]struct{}{}}
+}
+
+// Subscribe returns a channel of the events committed from now on, and a function that ends
+// the subscription. The channel closes if the subscriber falls too far behind.
+func (h *Hub) Subscribe() (<-chan model.Event, func()) {
+	ch := make(chan model.Event, h.opts.Buffer)
+	h.mu.Lock()
+	h.subs[ch] = struct{}{}
+	h.mu.Unlock()
+	return ch, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if _, ok := h.subs[ch]; ok {
+			delete(h.subs, ch)
+			close(ch)
+		}
+	}
+}
+
+// Run follows the log until ctx ends.
+func (h *Hub) Run(ctx context.Context) error {
+	last, err := h.src.LastEventID(ctx)
+	if err != nil {
+		return err
+	}
+	h.last = last
+	listener := pq.NewListener(h.url, 100*time.Millisecond, 10*time.Second, func(ev pq.ListenerEventType, err error) {
+		if err != nil {
+			h.log.Warn("event listener", zap.Error(err))
+		}
+	})
+	defer listener.Close()
+	if err := listener.Listen(db.EventsChannel); err != nil {
+		return err
+	}
+	var gapSince time.Time
+	for {
+		wait := h.opts.Poll
+		if !gapSince.IsZero() {
+			wait = h.opts.GapWait / 5
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-listener.Notify:
+		case <-time.After(wait):
+		}
+		gapSince = h.drain(ctx, gapSince)
+	}
+}
+
+// drain delivers every new event it can, stopping at a hole in the ids until the hole is
+// older than GapWait. It returns when the current hole was first seen (zero: no hole).
+func (h *Hub) drain(ctx context.Context, gapSince time.Time) time.Time {
+	for {
+		evs, err := h.src.EventsAfter(ctx, h.last, 1000)
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.Warn("reading events", zap.Error(err))
+			}
+			return gapSince
+		}
+		for _, e := range evs {
+			if e.ID != h.last+1 {
+				if gapSince.IsZero() {
+					gapSince = time.Now()
+				}
+				if time.Since(gapSince) < h.opts.GapWait {
+					return gapSince
+				}
+			}
+			gapSince = time.Time{}
+			h.last = e.ID
+			h.publish(e)
+		}
+		if len(evs) < 1000 {
+			return gapSince
+		}
+	}
+}
+
+func (h *Hub) publish(e model.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs {
+		select {
+		case ch <- e:
+		default:
+			h.log.Warn("dropping a subscriber that fell behind")
+			delete(h.subs, ch)
+			close(ch)
+		}
+	}
+}

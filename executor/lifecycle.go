@@ -1,0 +1,210 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// HasHealthCheck reports whether a definition says how to monitor its instances: a monitor
+// action or a check definition with at least one check. Backends use it for
+// Instance.HasMonitor so that every backend applies seed 002's rules alike.
+func HasHealthCheck(def model.LRPDefinition) bool {
+	return def.Monitor != nil || (def.CheckDefinition != nil && len(def.CheckDefinition.Checks) > 0)
+}
+
+// lifecycle drives one container from INITIALIZING to COMPLETED and then shuts its instance
+// down. It is the only goroutine the executor keeps per container; health checks run on it,
+// paced by a timer.
+func (e *Executor) lifecycle(ctx context.Context, c *container) {
+	defer e.wg.Done()
+	defer close(c.done)
+	log := e.log.With(zap.String("guid", c.Guid), zap.String("process_guid", c.Key.ProcessGUID),
+		zap.Int32("index", c.Key.Index))
+
+	inst, err := e.backend.Start(ctx, e.startSpec(c))
+	if err != nil {
+		// When Stop caused the failure, the container is already COMPLETED as stopped and
+		// this does nothing.
+		e.complete(c, crashed(err.Error()))
+		return
+	}
+	// Whatever ends the container, the instance must not outlive it.
+	defer inst.Stop(e.cfg.StopGracePeriod)
+	if !e.transition(c, StateCreated) {
+		return
+	}
+
+	hasMonitor := inst.HasMonitor()
+	if !hasMonitor {
+		// Seed 002: without a monitor the instance is healthy as soon as its action runs.
+		if e.transition(c, StateRunning) {
+			e.watchAction(c, inst)
+		}
+		return
+	}
+	e.monitor(ctx, c, inst, log)
+}
+
+// watchAction waits for an unmonitored instance's action: any exit is a crash.
+func (e *Executor) watchAction(c *container, inst Instance) {
+	select {
+	case <-c.stop:
+	case <-inst.Done():
+		if err := inst.Err(); err != nil {
+			e.complete(c, crashed(err.Error()))
+		} else {
+			e.complete(c, crashed("action exited"))
+		}
+	}
+}
+
+// monitor polls the health check: every MonitorInterval until it first passes (then RUNNING),
+// every HealthyMonitorInterval after that. It returns once the container has completed.
+func (e *Executor) monitor(ctx context.Context, c *container, inst Instance, log *zap.Logger) {
+	startTimeout := e.cfg.DefaultStartTimeout
+	if ms := c.spec.Definition.StartTimeoutMs; ms > 0 {
+		startTimeout = time.Duration(ms) * time.Millisecond
+	}
+	// The start timeout counts from CREATED, when the action has started: setup time (such
+	// as a slow download in Diego) is not the app's fault.
+	deadline := time.Now().Add(startTimeout)
+	deadlineTimer := time.NewTimer(startTimeout)
+	defer deadlineTimer.Stop()
+	deadlineC := deadlineTimer.C
+	pollTimer := time.NewTimer(e.cfg.MonitorInterval)
+	defer pollTimer.Stop()
+	timedOut := fmt.Sprintf("instance did not become healthy within %s", formatDuration(startTimeout))
+
+	healthy := false
+	actionDone := inst.Done()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-actionDone:
+			if err := inst.Err(); err != nil {
+				e.complete(c, crashed(err.Error()))
+				return
+			}
+			// Seed 002: an action that exits successfully daemonized; keep monitoring.
+			log.Info("action exited successfully; monitoring it as a daemon")
+			actionDone = nil
+		case <-deadlineC:
+			e.complete(c, crashed(timedOut))
+			return
+		case <-pollTimer.C:
+			checkCtx, cancel := ctx, context.CancelFunc(func() {})
+			if !healthy {
+				// A check that hangs must not outlast the start timeout.
+				checkCtx, cancel = context.WithDeadline(ctx, deadline)
+			}
+			err := inst.Check(checkCtx)
+			cancel()
+			if ctx.Err() != nil {
+				return // stopped while checking
+			}
+			if err == nil {
+				if !healthy {
+					healthy = true
+					deadlineTimer.Stop()
+					deadlineC = nil
+					if !e.transition(c, StateRunning) {
+						return
+					}
+				}
+				pollTimer.Reset(e.cfg.HealthyMonitorInterval)
+				continue
+			}
+			// A check usually fails because the action died; its exit says more.
+			if exitErr, exited := exitReason(inst, actionDone); exited && exitErr != nil {
+				e.complete(c, crashed(exitErr.Error()))
+				return
+			}
+			if healthy {
+				e.complete(c, crashed("monitor failed: "+err.Error()))
+				return
+			}
+			if !time.Now().Before(deadline) {
+				e.complete(c, crashed(timedOut))
+				return
+			}
+			log.Debug("not healthy yet", zap.Error(err))
+			pollTimer.Reset(e.cfg.MonitorInterval)
+		}
+	}
+}
+
+// exitReason reports, without waiting, whether the action has exited and how.
+func exitReason(inst Instance, done <-chan struct{}) (error, bool) {
+	if done == nil {
+		return nil, false
+	}
+	select {
+	case <-done:
+		return inst.Err(), true
+	default:
+		return nil, false
+	}
+}
+
+func crashed(reason string) Result { return Result{Failed: true, FailureReason: reason} }
+
+// formatDuration prints whole seconds as "60s" rather than Go's "1m0s", to match the crash
+// reasons operators know from Diego.
+func formatDuration(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return d.String()
+}
+
+// startSpec builds what the backend needs, including the environment Diego gives instances.
+func (e *Executor) startSpec(c *container) StartSpec {
+	def := c.spec.Definition
+	env := append([]model.EnvironmentVariable(nil), def.Env...)
+	add := func(name, value string) {
+		env = append(env, model.EnvironmentVariable{Name: name, Value: value})
+	}
+	addr := e.cfg.Address
+	type portJSON struct {
+		External uint32 `json:"external"`
+		Internal uint32 `json:"internal"`
+	}
+	portsJSON := []portJSON{}
+	for _, p := range c.Ports {
+		portsJSON = append(portsJSON, portJSON{External: p.HostPort, Internal: p.ContainerPort})
+	}
+	if len(c.Ports) > 0 {
+		// Local processes share the host's network, so the app must listen on the host port.
+		add("PORT", strconv.FormatUint(uint64(c.Ports[0].HostPort), 10))
+	}
+	add("CF_INSTANCE_INDEX", strconv.Itoa(int(c.Key.Index)))
+	add("CF_INSTANCE_GUID", c.Guid)
+	add("CF_INSTANCE_IP", addr)
+	add("CF_INSTANCE_INTERNAL_IP", addr)
+	if len(c.Ports) > 0 {
+		first := strconv.FormatUint(uint64(c.Ports[0].HostPort), 10)
+		add("CF_INSTANCE_PORT", first)
+		add("CF_INSTANCE_ADDR", addr+":"+first)
+	}
+	b, _ := json.Marshal(portsJSON) // cannot fail for this type
+	add("CF_INSTANCE_PORTS", string(b))
+	add("INSTANCE_INDEX", strconv.Itoa(int(c.Key.Index)))
+	add("INSTANCE_GUID", c.Guid)
+	return StartSpec{
+		Guid:       c.Guid,
+		Key:        c.Key,
+		Definition: def,
+		Address:    addr,
+		Ports:      append([]model.PortMapping(nil), c.Ports...),
+		Env:        env,
+		Log:        e.cfg.Log,
+	}
+}

@@ -1,0 +1,237 @@
+// Package sim is an executor.Backend whose instances run no processes: their behaviour is
+// scripted per definition through its environment, so that a cell can host thousands of
+// instances and tests can produce every kind of start, crash and health outcome.
+//
+// Variables read from the instance's environment (all optional):
+//
+//	SIM_START_DELAY_MS       setup plus start takes this many milliseconds (default 0)
+//	SIM_FAIL_START           probability 0..1 that Start returns an error (default 0)
+//	SIM_CRASH_AFTER_MS       the action exits non-zero this long after it started
+//	SIM_EXIT_AFTER_MS        the action exits with status 0 this long after it started
+//	                         (when both are set, whichever comes first happens; a tie crashes)
+//	SIM_MONITOR              how the health check behaves, when the definition has a monitor
+//	                         action or check definition:
+//	                           "pass" (default)     always healthy
+//	                           "fail"               never healthy
+//	                           "pass-after:<ms>"    unhealthy until <ms> after start
+//	                           "fail-after:<ms>"    healthy until <ms> after start
+//	SIM_HEALTHY_PROBABILITY  probability 0..1, drawn once per instance at start, that its
+//	                         health check can ever pass (default 1), for flaky definitions
+//
+// An unparsable value makes Start fail with a reason naming the variable. Random draws come
+// from a math/rand source seeded by the backend's seed and the instance guid, so a run with
+// the same seed and guids behaves the same. Instances use timers only: no goroutines and no
+// processes of their own.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/updatable-lrps/bbs/executor"
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// Backend starts simulated instances.
+type Backend struct {
+	seed int64
+}
+
+// New returns a Backend whose random draws are derived from seed.
+func New(seed int64) *Backend { return &Backend{seed: seed} }
+
+var _ executor.Backend = (*Backend)(nil)
+
+// script is an instance's parsed SIM_* variables.
+type script struct {
+	startDelay   time.Duration
+	failStart    float64
+	crashAfter   time.Duration // <0: never
+	exitAfter    time.Duration // <0: never
+	monitor      string        // "pass", "fail", "pass-after", "fail-after"
+	monitorAfter time.Duration
+	healthyProb  float64
+}
+
+// Start simulates setup and the start of the action.
+func (b *Backend) Start(ctx context.Context, spec executor.StartSpec) (executor.Instance, error) {
+	sc, err := parseScript(spec.Env)
+	if err != nil {
+		return nil, err
+	}
+	h := fnv.New64a()
+	h.Write([]byte(spec.Guid))
+	rng := rand.New(rand.NewSource(b.seed ^ int64(h.Sum64())))
+	// Both draws happen on every start, in a fixed order, so changing one probability does
+	// not shift the other's outcome.
+	failDraw, healthyDraw := rng.Float64(), rng.Float64()
+
+	if sc.startDelay > 0 {
+		t := time.NewTimer(sc.startDelay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("start cancelled: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+	if failDraw < sc.failStart {
+		return nil, errors.New("simulated start failure (SIM_FAIL_START)")
+	}
+
+	in := &instance{
+		started:      time.Now(),
+		done:         make(chan struct{}),
+		hasMonitor:   executor.HasHealthCheck(spec.Definition),
+		sc:           sc,
+		canBeHealthy: healthyDraw < sc.healthyProb,
+	}
+	switch {
+	case sc.crashAfter >= 0 && (sc.exitAfter < 0 || sc.crashAfter <= sc.exitAfter):
+		in.timer = time.AfterFunc(sc.crashAfter, func() {
+			in.exit(fmt.Errorf("simulated crash after %dms (SIM_CRASH_AFTER_MS)", sc.crashAfter.Milliseconds()))
+		})
+	case sc.exitAfter >= 0:
+		in.timer = time.AfterFunc(sc.exitAfter, func() { in.exit(nil) })
+	}
+	return in, nil
+}
+
+// instance is one simulated instance.
+type instance struct {
+	started      time.Time
+	hasMonitor   bool
+	sc           script
+	canBeHealthy bool
+
+	mu    sync.Mutex
+	timer *time.Timer
+	done  chan struct{}
+	err   error
+}
+
+var _ executor.Instance = (*instance)(nil)
+
+func (in *instance) exit(err error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	select {
+	case <-in.done:
+	default:
+		in.err = err
+		close(in.done)
+	}
+}
+
+// Done is closed when the simulated action exits.
+func (in *instance) Done() <-chan struct{} { return in.done }
+
+// Err tells how the simulated action exited.
+func (in *instance) Err() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.err
+}
+
+// HasMonitor mirrors whether the definition has a monitor action or check definition.
+func (in *instance) HasMonitor() bool { return in.hasMonitor }
+
+// Check answers from the script and the time since start.
+func (in *instance) Check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !in.canBeHealthy {
+		return errors.New("simulated unhealthy instance (SIM_HEALTHY_PROBABILITY)")
+	}
+	elapsed := time.Since(in.started)
+	switch in.sc.monitor {
+	case "fail":
+		return errors.New("simulated health check failure (SIM_MONITOR=fail)")
+	case "pass-after":
+		if elapsed < in.sc.monitorAfter {
+			return fmt.Errorf("simulated: not healthy before %dms (SIM_MONITOR)", in.sc.monitorAfter.Milliseconds())
+		}
+	case "fail-after":
+		if elapsed >= in.sc.monitorAfter {
+			return fmt.Errorf("simulated health check failure after %dms (SIM_MONITOR)", in.sc.monitorAfter.Milliseconds())
+		}
+	}
+	return nil
+}
+
+// Stop ends the simulated action at once; the grace period is not needed.
+func (in *instance) Stop(time.Duration) {
+	in.mu.Lock()
+	if in.timer != nil {
+		in.timer.Stop()
+	}
+	in.mu.Unlock()
+	in.exit(errors.New("stopped"))
+}
+
+func parseScript(env []model.EnvironmentVariable) (script, error) {
+	sc := script{crashAfter: -1, exitAfter: -1, monitor: "pass", healthyProb: 1}
+	vars := map[string]string{}
+	for _, v := range env {
+		if strings.HasPrefix(v.Name, "SIM_") {
+			vars[v.Name] = v.Value // later entries win, as in a process environment
+		}
+	}
+	var err error
+	ms := func(name string, dst *time.Duration) {
+		v, ok := vars[name]
+		if !ok || err != nil {
+			return
+		}
+		n, perr := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if perr != nil || n < 0 {
+			err = fmt.Errorf("%s=%q: want a non-negative number of milliseconds", name, v)
+			return
+		}
+		*dst = time.Duration(n) * time.Millisecond
+	}
+	prob := func(name string, dst *float64) {
+		v, ok := vars[name]
+		if !ok || err != nil {
+			return
+		}
+		f, perr := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if perr != nil || f < 0 || f > 1 {
+			err = fmt.Errorf("%s=%q: want a probability between 0 and 1", name, v)
+			return
+		}
+		*dst = f
+	}
+	ms("SIM_START_DELAY_MS", &sc.startDelay)
+	prob("SIM_FAIL_START", &sc.failStart)
+	ms("SIM_CRASH_AFTER_MS", &sc.crashAfter)
+	ms("SIM_EXIT_AFTER_MS", &sc.exitAfter)
+	prob("SIM_HEALTHY_PROBABILITY", &sc.healthyProb)
+	if err != nil {
+		return script{}, err
+	}
+	if v, ok := vars["SIM_MONITOR"]; ok {
+		mode, arg, hasArg := strings.Cut(strings.TrimSpace(v), ":")
+		switch {
+		case (mode == "pass" || mode == "fail") && !hasArg:
+			sc.monitor = mode
+		case (mode == "pass-after" || mode == "fail-after") && hasArg:
+			n, perr := strconv.ParseInt(arg, 10, 64)
+			if perr != nil || n < 0 {
+				return script{}, fmt.Errorf("SIM_MONITOR=%q: want a non-negative number of milliseconds after %q", v, mode+":")
+			}
+			sc.monitor, sc.monitorAfter = mode, time.Duration(n)*time.Millisecond
+		default:
+			return script{}, fmt.Errorf("SIM_MONITOR=%q: want pass, fail, pass-after:<ms> or fail-after:<ms>", v)
+		}
+	}
+	return sc, nil
+}
