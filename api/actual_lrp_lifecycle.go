@@ -124,3 +124,21 @@ func (s *Server) failActualLRP(ctx context.Context, req *failRequest) (actualLRP
 func (s *Server) removeActualLRP(ctx context.Context, req *removeRequest) (emptyResponse, error) {
 	return emptyResponse{}, s.store.RemoveActualLRP(ctx, req.Key.model(), model.PresenceOrdinary, req.InstanceKey, req.ModificationTag)
 }
+
+type keepContainerResponse struct {
+	KeepContainer bool `json:"keep_container"`
+}
+
+func (s *Server) unclaimActualLRP(ctx context.Context, req *claimRequest) (actualLRPResponse, error) {
+	a, err := s.store.UnclaimActualLRP(ctx, req.Key.model(), *req.InstanceKey)
+	return actualLRPResponse{ActualLRP: a}, err
+}
+
+func (s *Server) evacuateRunningActualLRP(ctx context.Context, req *startRequest) (keepContainerResponse, error) {
+	keep, err := s.store.EvacuateRunningActualLRP(ctx, req.Key.model(), *req.InstanceKey, req.NetInfo)
+	return keepContainerResponse{KeepContainer: keep}, err
+}
+
+func (s *Server) removeEvacuatingActualLRP(ctx context.Context, req *claimRequest) (emptyResponse, error) {
+	return emptyResponse{}, s.store.RemoveEvacuatingActualLRP(ctx, req.Key.model(), *req.InstanceKey)
+}

@@ -43,6 +43,9 @@ type Store interface {
 	CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, reason string, tag *model.ModificationTag) (*model.ActualLRP, error)
 	FailActualLRP(ctx context.Context, key model.ActualLRPKey, placementError string, tag *model.ModificationTag) (*model.ActualLRP, error)
 	RemoveActualLRP(ctx context.Context, key model.ActualLRPKey, presence string, ik *model.ActualLRPInstanceKey, tag *model.ModificationTag) error
+	UnclaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) (*model.ActualLRP, error)
+	EvacuateRunningActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo) (bool, error)
+	RemoveEvacuatingActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) error
 }
 
 // Stopper asks cells to stop CLAIMED or RUNNING instances; the cells then remove the records.
@@ -130,6 +133,9 @@ func (s *Server) routes() chi.Router {
 		r.Post("/v1/actual_lrps/crash", handle(s, s.crashActualLRP))
 		r.Post("/v1/actual_lrps/fail", handle(s, s.failActualLRP))
 		r.Post("/v1/actual_lrps/remove", handle(s, s.removeActualLRP))
+		r.Post("/v1/actual_lrps/unclaim", handle(s, s.unclaimActualLRP))
+		r.Post("/v1/actual_lrps/evacuate_running", handle(s, s.evacuateRunningActualLRP))
+		r.Post("/v1/actual_lrps/remove_evacuating", handle(s, s.removeEvacuatingActualLRP))
 	})
 	return r
 }

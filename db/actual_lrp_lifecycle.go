@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/updatable-lrps/bbs/model"
@@ -124,7 +125,9 @@ func (s *Store) StartActualLRP(ctx context.Context, key model.ActualLRPKey, ik m
 			out = before
 			return nil
 		}
-		if !before.AllowsTransitionTo(ik, model.StateRunning) {
+		// A cell running an instance the store thinks CRASHED is believed (seed 003): BBS's
+		// UNCLAIMED and then RUNNING, in one step, keeping the crash count.
+		if before.State != model.StateCrashed && !before.AllowsTransitionTo(ik, model.StateRunning) {
 			return model.Errorf(model.ErrCannotBeStarted, "instance %s/%d is %s on %q and cannot be started by %q",
 				before.ProcessGUID, before.Index, before.State, before.CellID, ik.CellID)
 		}
@@ -216,7 +219,12 @@ func (s *Store) CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik m
 				before.ProcessGUID, before.Index, before.State, before.CellID, ik.CellID)
 		}
 		now := s.now()
-		count, restartNow := s.restartPolicy.CrashDance(before.CrashCount, timeFromNanos(before.Since), now)
+		// Only time spent RUNNING earns a reset of the crash count, not a long failed start.
+		var runningSince time.Time
+		if before.State == model.StateRunning {
+			runningSince = timeFromNanos(before.Since)
+		}
+		count, restartNow := s.restartPolicy.CrashDance(before.CrashCount, runningSince, now)
 		after := before
 		after.ActualLRPInstanceKey, after.ActualLRPNetInfo = model.ActualLRPInstanceKey{}, model.ActualLRPNetInfo{}
 		after.CrashCount, after.CrashReason, after.Since = count, reason, now.UnixNano()

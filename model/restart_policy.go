@@ -64,10 +64,11 @@ func DefaultRestartPolicy() RestartPolicy {
 // and the time of the crash, it returns the count to store and whether the instance goes back
 // to UNCLAIMED at once (restartNow) or to CRASHED for the converger to restart later.
 //
-// Pass runningSince as the ActualLRP's Since only when it is RUNNING; pass the zero time when
-// the instance crashed before it ever ran (CLAIMED) or when the start is unknown. BBS resets the
-// count only for RUNNING instances: an instance that spends minutes failing to start must keep
-// backing off, not reset on every attempt. The reset takes effect when the instance ran at
+// Pass runningSince as the ActualLRP's Since (time.Unix(0, Since)) only when it is RUNNING;
+// pass the zero time, not time.Unix(0, 0), when the instance crashed before it ever ran
+// (CLAIMED) or when the start is unknown. BBS resets the count only for RUNNING instances: an
+// instance that spends minutes failing to start must keep backing off, not reset on every
+// attempt. The reset takes effect when the instance ran at
 // least ResetAfter (BBS tests "more than"; the nanosecond does not matter, "ran 5 min" does).
 // A reset count restarts as the first crash: it becomes 1, not 0, because this crash counts.
 func (p RestartPolicy) CrashDance(crashCount int32, runningSince, now time.Time) (newCount int32, restartNow bool) {

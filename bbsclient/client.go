@@ -1,0 +1,184 @@
+// Package bbsclient is a Go client for the BBS HTTP API (API.md), used by the cell agents and
+// by tests. Errors the API answers come back as *model.Error, so callers branch on their type.
+package bbsclient
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// Client calls one BBS API.
+type Client struct {
+	base string
+	http *http.Client
+}
+
+// New returns a client for the API at baseURL (e.g. http://127.0.0.1:8889). tlsConfig may be
+// nil for a plain loopback API.
+func New(baseURL string, tlsConfig *tls.Config) *Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tlsConfig
+	tr.MaxIdleConnsPerHost = 64
+	return &Client{base: strings.TrimRight(baseURL, "/"), http: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+}
+
+// post sends req as JSON to path and decodes the answer into resp (when non-nil).
+func (c *Client) post(ctx context.Context, path string, req, resp any) error {
+	body := []byte("{}")
+	if req != nil {
+		var err error
+		if body, err = json.Marshal(req); err != nil {
+			return err
+		}
+	}
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	r.Header.Set("Content-Type", "application/json")
+	res, err := c.http.Do(r)
+	if err != nil {
+		return &model.Error{Type: model.ErrUnavailable, Message: err.Error()}
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, 256<<20))
+	if err != nil {
+		return &model.Error{Type: model.ErrUnavailable, Message: err.Error()}
+	}
+	if res.StatusCode != http.StatusOK {
+		var e struct {
+			Error *model.Error `json:"error"`
+		}
+		if json.Unmarshal(raw, &e) == nil && e.Error != nil {
+			return e.Error
+		}
+		return fmt.Errorf("POST %s: status %d: %.200s", path, res.StatusCode, raw)
+	}
+	if resp != nil {
+		return json.Unmarshal(raw, resp)
+	}
+	return nil
+}
+
+// InstanceRequest names an instance and, for writes by a cell, the cell's instance key.
+type InstanceRequest struct {
+	Key             model.ActualLRPKey          `json:"actual_lrp_key"`
+	InstanceKey     *model.ActualLRPInstanceKey `json:"actual_lrp_instance_key,omitempty"`
+	NetInfo         *model.ActualLRPNetInfo     `json:"actual_lrp_net_info,omitempty"`
+	ErrorMessage    string                      `json:"error_message,omitempty"`
+	ModificationTag *model.ModificationTag      `json:"modification_tag,omitempty"`
+}
+
+type actualLRPResponse struct {
+	ActualLRP *model.ActualLRP `json:"actual_lrp"`
+}
+
+func (c *Client) lifecycle(ctx context.Context, route string, req InstanceRequest) (*model.ActualLRP, error) {
+	var resp actualLRPResponse
+	if err := c.post(ctx, "/v1/actual_lrps/"+route, req, &resp); err != nil {
+		return nil, err
+	}
+	return resp.ActualLRP, nil
+}
+
+// ClaimActualLRP records that this cell is starting the instance.
+func (c *Client) ClaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) (*model.ActualLRP, error) {
+	return c.lifecycle(ctx, "claim", InstanceRequest{Key: key, InstanceKey: &ik})
+}
+
+// StartActualLRP records that the instance runs on this cell at net.
+func (c *Client) StartActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo) (*model.ActualLRP, error) {
+	return c.lifecycle(ctx, "start", InstanceRequest{Key: key, InstanceKey: &ik, NetInfo: &net})
+}
+
+// CrashActualLRP records that the instance crashed, with why.
+func (c *Client) CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, reason string) (*model.ActualLRP, error) {
+	return c.lifecycle(ctx, "crash", InstanceRequest{Key: key, InstanceKey: &ik, ErrorMessage: reason})
+}
+
+// FailActualLRP records why an UNCLAIMED instance could not be placed.
+func (c *Client) FailActualLRP(ctx context.Context, key model.ActualLRPKey, reason string) (*model.ActualLRP, error) {
+	return c.lifecycle(ctx, "fail", InstanceRequest{Key: key, ErrorMessage: reason})
+}
+
+// UnclaimActualLRP hands an instance this cell claimed or ran back for placement.
+func (c *Client) UnclaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) (*model.ActualLRP, error) {
+	return c.lifecycle(ctx, "unclaim", InstanceRequest{Key: key, InstanceKey: &ik})
+}
+
+// RemoveActualLRP deletes the instance record this cell owns (ik) or any (nil).
+func (c *Client) RemoveActualLRP(ctx context.Context, key model.ActualLRPKey, ik *model.ActualLRPInstanceKey) error {
+	return c.post(ctx, "/v1/actual_lrps/remove", InstanceRequest{Key: key, InstanceKey: ik}, nil)
+}
+
+// EvacuateRunningActualLRP moves a RUNNING instance of a draining cell to EVACUATING while
+// a replacement is placed. keep says whether the cell should keep running it for now.
+func (c *Client) EvacuateRunningActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo) (keep bool, err error) {
+	var resp struct {
+		KeepContainer bool `json:"keep_container"`
+	}
+	err = c.post(ctx, "/v1/actual_lrps/evacuate_running", InstanceRequest{Key: key, InstanceKey: &ik, NetInfo: &net}, &resp)
+	return resp.KeepContainer, err
+}
+
+// RemoveEvacuatingActualLRP deletes this cell's EVACUATING record of the instance.
+func (c *Client) RemoveEvacuatingActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) error {
+	return c.post(ctx, "/v1/actual_lrps/remove_evacuating", InstanceRequest{Key: key, InstanceKey: &ik}, nil)
+}
+
+// ActualLRPs lists instances matching f.
+func (c *Client) ActualLRPs(ctx context.Context, f model.ActualLRPFilter) ([]model.ActualLRP, error) {
+	var resp struct {
+		ActualLRPs []model.ActualLRP `json:"actual_lrps"`
+	}
+	err := c.post(ctx, "/v1/actual_lrps/list", f, &resp)
+	return resp.ActualLRPs, err
+}
+
+// Heartbeat announces the cell, fresh for ttl.
+func (c *Client) Heartbeat(ctx context.Context, cell model.CellPresence, ttl time.Duration) error {
+	return c.post(ctx, "/v1/cells/heartbeat", map[string]any{"cell_presence": cell, "ttl": int64(ttl / time.Second)}, nil)
+}
+
+// RemoveCell withdraws the cell's presence on a clean shutdown.
+func (c *Client) RemoveCell(ctx context.Context, cellID string) error {
+	return c.post(ctx, "/v1/cells/remove", map[string]string{"cell_id": cellID}, nil)
+}
+
+// Cells lists the fresh cells.
+func (c *Client) Cells(ctx context.Context) ([]model.CellPresence, error) {
+	var resp struct {
+		Cells []model.CellPresence `json:"cells"`
+	}
+	err := c.post(ctx, "/v1/cells/list", nil, &resp)
+	return resp.Cells, err
+}
+
+// DesireLRP creates an LRP.
+func (c *Client) DesireLRP(ctx context.Context, d *model.DesiredLRP) error {
+	return c.post(ctx, "/v1/desired_lrp/desire", map[string]any{"desired_lrp": d}, nil)
+}
+
+// UpdateDesiredLRP changes an LRP.
+func (c *Client) UpdateDesiredLRP(ctx context.Context, guid string, u *model.DesiredLRPUpdate) error {
+	return c.post(ctx, "/v1/desired_lrp/update", map[string]any{"process_guid": guid, "update": u}, nil)
+}
+
+// RemoveDesiredLRP removes an LRP.
+func (c *Client) RemoveDesiredLRP(ctx context.Context, guid string) error {
+	return c.post(ctx, "/v1/desired_lrp/remove", map[string]string{"process_guid": guid}, nil)
+}
+
+// UpsertDomain marks a domain fresh for ttl (0: forever).
+func (c *Client) UpsertDomain(ctx context.Context, domain string, ttl time.Duration) error {
+	return c.post(ctx, "/v1/domains/upsert", map[string]any{"domain": domain, "ttl": int64(ttl / time.Second)}, nil)
+}
