@@ -1,0 +1,221 @@
+package cell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/updatable-lrps/bbs/bbsclient"
+	"github.com/updatable-lrps/bbs/executor"
+	"github.com/updatable-lrps/bbs/model"
+	"go.uber.org/zap"
+)
+
+// Config describes a cell.
+type Config struct {
+	ID            string
+	Zone          string
+	Capacity      model.CellCapacity
+	PlacementTags []string
+	// ListenAddr is where the cell's own API listens (loopback by default: it runs commands).
+	ListenAddr string
+	// HeartbeatInterval and PresenceTTL keep the cell's presence fresh; defaults 3 s and 10 s.
+	HeartbeatInterval, PresenceTTL time.Duration
+	// PollInterval is how often every container is reconciled with the BBS; default 5 s.
+	PollInterval time.Duration
+	// EvacuationTimeout bounds a drain; default 10 min. EvacuationPoll is how often a
+	// draining cell checks on its replacements; default 500 ms.
+	EvacuationTimeout, EvacuationPoll time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.ListenAddr == "" {
+		c.ListenAddr = "127.0.0.1:0"
+	}
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = 3 * time.Second
+	}
+	if c.PresenceTTL <= 0 {
+		c.PresenceTTL = 10 * time.Second
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 5 * time.Second
+	}
+	if c.EvacuationTimeout <= 0 {
+		c.EvacuationTimeout = 10 * time.Minute
+	}
+	if c.EvacuationPoll <= 0 {
+		c.EvacuationPoll = 500 * time.Millisecond
+	}
+	return c
+}
+
+// BBS is what the cell needs of the BBS API.
+type BBS interface {
+	Heartbeat(ctx context.Context, cell model.CellPresence, ttl time.Duration) error
+	RemoveCell(ctx context.Context, cellID string) error
+	ActualLRPs(ctx context.Context, f model.ActualLRPFilter) ([]model.ActualLRP, error)
+	ClaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) (*model.ActualLRP, error)
+	StartActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo) (*model.ActualLRP, error)
+	CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, reason string) (*model.ActualLRP, error)
+	UnclaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) (*model.ActualLRP, error)
+	RemoveActualLRP(ctx context.Context, key model.ActualLRPKey, ik *model.ActualLRPInstanceKey) error
+	EvacuateRunningActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo) (bool, error)
+	RemoveEvacuatingActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) error
+}
+
+var _ BBS = (*bbsclient.Client)(nil)
+
+// Agent is a running cell.
+type Agent struct {
+	cfg  Config
+	bbs  BBS
+	exec *executor.Executor
+	log  *zap.Logger
+
+	repURL     string
+	draining   atomic.Bool
+	drainStart chan struct{}
+	drainOnce  sync.Once
+
+	// mu serialises reconciliation and admission, so that a poll and an event never act on
+	// the same container at once, and capacity checks see every reservation.
+	mu sync.Mutex
+}
+
+// New builds a cell agent around an executor.
+func New(cfg Config, bbs BBS, exec *executor.Executor, log *zap.Logger) *Agent {
+	cfg = cfg.withDefaults()
+	return &Agent{cfg: cfg, bbs: bbs, exec: exec, log: log.Named("cell").With(zap.String("cell_id", cfg.ID)),
+		drainStart: make(chan struct{})}
+}
+
+// RepURL is the address of the cell's API, known once Run has started listening.
+func (a *Agent) RepURL() string { return a.repURL }
+
+// Drain makes the cell evacuate; Run returns once it has.
+func (a *Agent) Drain() { a.drainOnce.Do(func() { close(a.drainStart) }) }
+
+// Run serves the cell until ctx ends (a quick stop: containers stopped, presence withdrawn)
+// or a drain completes. ready, when non-nil, receives the rep URL once the cell is announced.
+func (a *Agent) Run(ctx context.Context, ready func(repURL string)) error {
+	ln, err := net.Listen("tcp", a.cfg.ListenAddr)
+	if err != nil {
+		return err
+	}
+	a.repURL = "http://" + ln.Addr().String()
+	srv := &http.Server{Handler: a.routes(), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	if err := a.heartbeat(ctx); err != nil {
+		return fmt.Errorf("announce cell: %w", err)
+	}
+	a.log.Info("cell up", zap.String("rep", a.repURL), zap.String("zone", a.cfg.Zone))
+	if ready != nil {
+		ready(a.repURL)
+	}
+
+	loops, stopLoops := context.WithCancel(ctx)
+	defer stopLoops()
+	var wg sync.WaitGroup
+	for _, loop := range []func(context.Context){a.heartbeatLoop, a.pollLoop, a.eventLoop} {
+		wg.Add(1)
+		go func() { defer wg.Done(); loop(loops) }()
+	}
+	defer wg.Wait()
+
+	select {
+	case <-ctx.Done():
+		a.log.Info("stopping: containers stop, presence withdrawn")
+		stopLoops()
+		wg.Wait()
+		a.exec.Close()
+		rmCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return a.bbs.RemoveCell(rmCtx, a.cfg.ID)
+	case <-a.drainStart:
+		err := a.evacuate(ctx)
+		stopLoops()
+		wg.Wait()
+		a.exec.Close()
+		rmCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return errors.Join(err, a.bbs.RemoveCell(rmCtx, a.cfg.ID))
+	}
+}
+
+func (a *Agent) presence() model.CellPresence {
+	return model.CellPresence{
+		CellID: a.cfg.ID, Zone: a.cfg.Zone, RepAddress: a.repURL, Capacity: a.cfg.Capacity,
+		PlacementTags: a.cfg.PlacementTags, Evacuating: a.draining.Load(),
+	}
+}
+
+func (a *Agent) heartbeat(ctx context.Context) error {
+	return a.bbs.Heartbeat(ctx, a.presence(), a.cfg.PresenceTTL)
+}
+
+func (a *Agent) heartbeatLoop(ctx context.Context) {
+	t := time.NewTicker(a.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := a.heartbeat(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("heartbeat", zap.Error(err))
+			}
+		}
+	}
+}
+
+func (a *Agent) pollLoop(ctx context.Context) {
+	t := time.NewTicker(a.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := a.reconcileAll(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("reconcile", zap.Error(err))
+			}
+		}
+	}
+}
+
+func (a *Agent) eventLoop(ctx context.Context) {
+	events, cancel := a.exec.Subscribe()
+	defer cancel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-events:
+			if !ok {
+				return
+			}
+			if err := a.reconcileContainer(ctx, e.Container.Guid); err != nil && ctx.Err() == nil {
+				a.log.Warn("reconcile on event", zap.String("instance_guid", e.Container.Guid), zap.Error(err))
+			}
+		}
+	}
+}
+
+// available is the capacity left after every container the cell holds.
+func (a *Agent) available() model.CellCapacity {
+	left := a.cfg.Capacity
+	for _, c := range a.exec.Containers() {
+		left.MemoryMB -= c.MemoryMB
+		left.DiskMB -= c.DiskMB
+		left.Containers--
+	}
+	return left
+}

@@ -1,0 +1,152 @@
+package cell
+
+import (
+	"context"
+	"errors"
+
+	"github.com/updatable-lrps/bbs/executor"
+	"github.com/updatable-lrps/bbs/model"
+	"go.uber.org/zap"
+)
+
+// reconcileAll compares every container with the BBS, and every instance the BBS places on
+// this cell with the containers (the "No Container" rows of seed 003's table).
+func (a *Agent) reconcileAll(ctx context.Context) error {
+	mine, err := a.bbs.ActualLRPs(ctx, model.ActualLRPFilter{CellID: a.cfg.ID})
+	if err != nil {
+		return err
+	}
+	byGuid := map[string]*model.ActualLRP{}
+	for i := range mine {
+		if mine[i].Presence == model.PresenceOrdinary {
+			byGuid[mine[i].InstanceGUID] = &mine[i]
+		}
+	}
+	containers := a.exec.Containers()
+	have := map[string]bool{}
+	var errs []error
+	for i := range containers {
+		c := &containers[i]
+		have[c.Guid] = true
+		lrp := byGuid[c.Guid]
+		if lrp == nil || !sameSlot(lrp.ActualLRPKey, c.Key) {
+			// Not (or no longer) held by this container: read the slot itself.
+			if lrp, err = a.lookup(ctx, c.Key); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		if err := a.apply(ctx, c, lrp); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, lrp := range byGuid {
+		if !have[lrp.InstanceGUID] && !a.draining.Load() {
+			if err := a.apply(ctx, nil, lrp); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// reconcileContainer compares one container, fresh from the executor, with the BBS.
+func (a *Agent) reconcileContainer(ctx context.Context, guid string) error {
+	c, ok := a.exec.Get(guid)
+	if !ok {
+		return nil
+	}
+	lrp, err := a.lookup(ctx, c.Key)
+	if err != nil {
+		return err
+	}
+	return a.apply(ctx, &c, lrp)
+}
+
+// lookup reads the ordinary instance in the container's slot; nil when there is none.
+func (a *Agent) lookup(ctx context.Context, key model.ActualLRPKey) (*model.ActualLRP, error) {
+	index := key.Index
+	lrps, err := a.bbs.ActualLRPs(ctx, model.ActualLRPFilter{ProcessGUID: key.ProcessGUID, DefinitionID: key.DefinitionID, Index: &index})
+	if err != nil {
+		return nil, err
+	}
+	for i := range lrps {
+		if lrps[i].Presence == model.PresenceOrdinary {
+			return &lrps[i], nil
+		}
+	}
+	return nil, nil
+}
+
+func sameSlot(a, b model.ActualLRPKey) bool {
+	return a.ProcessGUID == b.ProcessGUID && a.DefinitionID == b.DefinitionID && a.Index == b.Index
+}
+
+// apply carries out Decide's answer for one pair. While draining, RUNNING containers belong
+// to the evacuation, which has its own rules.
+func (a *Agent) apply(ctx context.Context, c *executor.Container, lrp *model.ActualLRP) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c != nil {
+		fresh, ok := a.exec.Get(c.Guid)
+		if !ok {
+			return nil // deleted meanwhile
+		}
+		c = &fresh
+		if a.draining.Load() && c.State != executor.StateCompleted {
+			return nil
+		}
+	}
+	action := Decide(c, lrp, a.cfg.ID)
+	if action == DoNothing {
+		return nil
+	}
+	log := a.log.With(zap.Stringer("action", action))
+	if c != nil {
+		log = log.With(zap.String("process_guid", c.Key.ProcessGUID), zap.Int32("index", c.Key.Index), zap.String("instance_guid", c.Guid))
+	}
+	log.Debug("reconcile")
+	switch action {
+	case ClaimActualLRP:
+		_, err := a.bbs.ClaimActualLRP(ctx, c.Key, a.instanceKey(c))
+		return err
+	case StartActualLRP:
+		_, err := a.bbs.StartActualLRP(ctx, c.Key, a.instanceKey(c), netInfo(c))
+		if model.IsType(err, model.ErrCannotBeStarted) {
+			// Someone else runs it now: the next pass deletes this container.
+			return nil
+		}
+		return err
+	case CrashThenDeleteContainer:
+		_, err := a.bbs.CrashActualLRP(ctx, c.Key, a.instanceKey(c), c.Result.FailureReason)
+		if err != nil && !model.IsType(err, model.ErrResourceNotFound) && !model.IsType(err, model.ErrCannotBeCrashed) {
+			return err
+		}
+		log.Info("instance crashed", zap.String("reason", c.Result.FailureReason))
+		return a.exec.Delete(c.Guid)
+	case RemoveThenDeleteContainer:
+		ik := a.instanceKey(c)
+		err := a.bbs.RemoveActualLRP(ctx, c.Key, &ik)
+		if err != nil && !model.IsType(err, model.ErrResourceNotFound) && !model.IsType(err, model.ErrCannotBeRemoved) {
+			return err
+		}
+		return a.exec.Delete(c.Guid)
+	case DeleteContainer:
+		return a.exec.Delete(c.Guid)
+	case UnclaimAndRequestStart:
+		_, err := a.bbs.UnclaimActualLRP(ctx, lrp.ActualLRPKey, lrp.ActualLRPInstanceKey)
+		if model.IsType(err, model.ErrInvalidStateTransition) || model.IsType(err, model.ErrResourceNotFound) {
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+func (a *Agent) instanceKey(c *executor.Container) model.ActualLRPInstanceKey {
+	return model.ActualLRPInstanceKey{InstanceGUID: c.Guid, CellID: a.cfg.ID}
+}
+
+func netInfo(c *executor.Container) model.ActualLRPNetInfo {
+	return model.ActualLRPNetInfo{Address: c.Address, Ports: c.Ports, InstanceAddress: c.Address}
+}

@@ -1,0 +1,154 @@
+package cell
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+	"github.com/updatable-lrps/bbs/executor"
+	"github.com/updatable-lrps/bbs/model"
+	"go.uber.org/zap"
+)
+
+// routes is the cell's own API: work from placement, stops from the BBS, drain from an
+// operator, and its state for humans and tests.
+func (a *Agent) routes() http.Handler {
+	r := chi.NewRouter()
+	r.Post("/v1/work", a.handleWork)
+	r.Post("/v1/stop", a.handleStop)
+	r.Post("/v1/evacuate", func(w http.ResponseWriter, r *http.Request) {
+		a.Drain()
+		writeJSON(w, http.StatusOK, struct{}{})
+	})
+	r.Get("/v1/state", a.handleState)
+	return r
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func badRequest(w http.ResponseWriter, msg string) {
+	writeJSON(w, http.StatusBadRequest, map[string]any{"error": model.Errorf(model.ErrInvalidRequest, "%s", msg)})
+}
+
+// handleWork reserves a container for each piece of work that fits, claims it in the BBS,
+// and runs it. A lost claim (another cell got there first) releases the reservation.
+func (a *Agent) handleWork(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		LRPs []Work `json:"lrps"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20)).Decode(&req); err != nil {
+		badRequest(w, "cannot decode work: "+err.Error())
+		return
+	}
+	var resp PerformResponse
+	var accepted []executor.Container
+	a.mu.Lock()
+	left := a.available()
+	for _, work := range req.LRPs {
+		reason := ""
+		switch {
+		case a.draining.Load():
+			reason = "cell is evacuating"
+		case left.Containers < 1 || left.MemoryMB < work.Definition.MemoryMB || left.DiskMB < work.Definition.DiskMB:
+			reason = model.PlacementErrorInsufficientResources
+		}
+		if reason == "" {
+			c, err := a.exec.Reserve(executor.RunSpec{Guid: uuid.NewString(), Key: work.Key, Definition: work.Definition})
+			if err != nil {
+				reason = err.Error()
+			} else {
+				accepted = append(accepted, c)
+				left.Containers--
+				left.MemoryMB -= c.MemoryMB
+				left.DiskMB -= c.DiskMB
+			}
+		}
+		if reason != "" {
+			resp.Rejected = append(resp.Rejected, Rejection{Key: work.Key, Reason: reason})
+		}
+	}
+	a.mu.Unlock()
+
+	// Claim concurrently: a batch may hold hundreds of instances.
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range accepted {
+		c := &accepted[i]
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if reason := a.claimAndRun(r.Context(), c); reason != "" {
+				mu.Lock()
+				resp.Rejected = append(resp.Rejected, Rejection{Key: c.Key, Reason: reason})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (a *Agent) claimAndRun(ctx context.Context, c *executor.Container) string {
+	if _, err := a.bbs.ClaimActualLRP(ctx, c.Key, a.instanceKey(c)); err != nil {
+		a.exec.Delete(c.Guid)
+		return "claim failed: " + err.Error()
+	}
+	if err := a.exec.Run(c.Guid); err != nil {
+		a.log.Warn("run", zap.String("instance_guid", c.Guid), zap.Error(err))
+		return ""
+	}
+	return ""
+}
+
+// handleStop stops an instance; reconciliation then removes its record.
+func (a *Agent) handleStop(w http.ResponseWriter, r *http.Request) {
+	var req StopRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
+		badRequest(w, "cannot decode stop: "+err.Error())
+		return
+	}
+	guid := req.InstanceGUID
+	if guid == "" {
+		for _, c := range a.exec.Containers() {
+			if sameSlot(c.Key, req.Key) {
+				guid = c.Guid
+			}
+		}
+	}
+	if _, ok := a.exec.Get(guid); !ok {
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": model.Errorf(model.ErrResourceNotFound, "no container for %s/%d", req.Key.ProcessGUID, req.Key.Index)})
+		return
+	}
+	if err := a.exec.Stop(guid); err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": model.Errorf(model.ErrUnknown, "%v", err)})
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// State is what GET /v1/state reports.
+type State struct {
+	CellID     string               `json:"cell_id"`
+	Zone       string               `json:"zone"`
+	Evacuating bool                 `json:"evacuating"`
+	Capacity   model.CellCapacity   `json:"capacity"`
+	Available  model.CellCapacity   `json:"available"`
+	Containers []executor.Container `json:"containers"`
+}
+
+func (a *Agent) handleState(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, State{
+		CellID: a.cfg.ID, Zone: a.cfg.Zone, Evacuating: a.draining.Load(), Capacity: a.cfg.Capacity,
+		Available: a.available(), Containers: a.exec.Containers(),
+	})
+}
