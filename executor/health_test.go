@@ -201,7 +201,8 @@ func TestStartErrorIsACrash(t *testing.T) {
 
 func TestPortsStayAllocatedAfterACrashUntilDelete(t *testing.T) {
 	f := newFakeBackend(false)
-	e := newExecutor(t, f, func(c *executor.Config) { c.PortRangeStart, c.PortRangeEnd = 40100, 40100 })
+	port := freeRange(t, 62100, 1)
+	e := newExecutor(t, f, func(c *executor.Config) { c.PortRangeStart, c.PortRangeEnd = port, port })
 	d := simDef()
 	d.Ports = []uint32{8080}
 	reserveAndRun(t, e, "g1", d)

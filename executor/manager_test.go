@@ -134,7 +134,7 @@ func TestReserveAndRunErrors(t *testing.T) {
 }
 
 func TestReservedContainerDescribesItself(t *testing.T) {
-	e := newExecutor(t, sim.New(1), func(c *executor.Config) { c.PortRangeStart, c.PortRangeEnd = 40200, 40299 })
+	e := newExecutor(t, sim.New(1), func(c *executor.Config) { c.PortRangeStart, c.PortRangeEnd = 62200, 62299 })
 	d := simDef()
 	d.Ports = []uint32{8080, 2222}
 	c, err := e.Reserve(spec("g1", d))
@@ -149,14 +149,15 @@ func TestReservedContainerDescribesItself(t *testing.T) {
 }
 
 func TestPortsAreDistinctFreeAndRecycled(t *testing.T) {
-	// Something else on the host holds one port of the range; it must be skipped.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	// Something else on the host holds one port of the range; it must be skipped. The range
+	// lies above Linux's ephemeral ports, so only this test's listener should occupy it.
+	start := freeRange(t, 62400, 5)
+	end, busy := start+4, start+2
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", busy))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	busy := uint32(l.Addr().(*net.TCPAddr).Port)
-	start, end := busy-2, busy+2
 
 	e := newExecutor(t, newFakeBackend(false), func(c *executor.Config) { c.PortRangeStart, c.PortRangeEnd = start, end })
 	d := simDef()
@@ -199,7 +200,7 @@ func TestPortsAreDistinctFreeAndRecycled(t *testing.T) {
 
 func TestEnvironment(t *testing.T) {
 	f := newFakeBackend(false)
-	e := newExecutor(t, f, func(c *executor.Config) { c.PortRangeStart, c.PortRangeEnd = 40300, 40399 })
+	e := newExecutor(t, f, func(c *executor.Config) { c.PortRangeStart, c.PortRangeEnd = 62300, 62399 })
 	d := simDef("FOO", "bar")
 	d.Ports = []uint32{8080, 2222}
 	reserveAndRun(t, e, "g1", d)
@@ -320,4 +321,25 @@ func TestTwoThousandSimContainers(t *testing.T) {
 	if e.DroppedEvents() == 0 {
 		t.Fatalf("expected events dropped for the idle subscriber (buffer %d, %d events)", executor.SubscriberBuffer, n)
 	}
+}
+
+// freeRange finds n consecutive bindable ports from base on.
+func freeRange(t *testing.T, base uint32, n uint32) uint32 {
+	t.Helper()
+	for start := base; start < base+500; start += n {
+		ok := true
+		for p := start; p < start+n && ok; p++ {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+			if err != nil {
+				ok = false
+				continue
+			}
+			l.Close()
+		}
+		if ok {
+			return start
+		}
+	}
+	t.Fatalf("no %d free consecutive ports from %d", n, base)
+	return 0
 }

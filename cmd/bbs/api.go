@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/updatable-lrps/bbs/api"
+	"github.com/updatable-lrps/bbs/cell"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/events"
 	"go.uber.org/zap"
@@ -85,7 +86,8 @@ func startAPI(ctx context.Context, store *db.Store, addr string, tlsOpts tlsFlag
 		return nil, err
 	}
 	hub := events.NewHub(store, store.URL(), events.Options{}, log)
-	server := api.NewServer(store, nil, log).WithEvents(hub)
+	stopper := &cell.Stopper{Cells: store, Client: cell.NewClient(nil)}
+	server := api.NewServer(store, stopper, log).WithEvents(hub)
 	a := &runningAPI{
 		http: &http.Server{
 			Handler:           server,

@@ -27,6 +27,9 @@ func runDevCommand(ctx context.Context, args []string) error {
 	temporalPort := fs.Int("temporal-port", 7233, "Temporal frontend port")
 	uiPort := fs.Int("temporal-ui-port", 8233, "Temporal Web UI port")
 	logLevel := fs.String("log-level", envOr("BBS_LOG_LEVEL", "info"), "debug, info, warn or error [BBS_LOG_LEVEL]")
+	nCells := fs.Int("cells", 3, "cell agents to run")
+	nZones := fs.Int("zones", 2, "zones to spread the cells over")
+	cellExecutor := fs.String("cell-executor", "process", "process (real local processes) or sim")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -102,7 +105,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 		a.stop()
 	}()
 	tf := temporalFlags{address: ts.Address(), namespace: "default"}
-	w, c, err := startWorker(ctx, tf, log)
+	w, c, err := startWorker(ctx, tf, store, log)
 	if err != nil {
 		return err
 	}
@@ -112,6 +115,21 @@ func runDevCommand(ctx context.Context, args []string) error {
 		w.Stop()
 	}()
 
+	log.Info("starting cells", zap.Int("cells", *nCells), zap.Int("zones", *nZones))
+	cells, err := startDevCells(ctx, store, *nCells, *nZones, a.url(), *cellExecutor, dir, log)
+	defer func() {
+		log.Info("stopping the cells")
+		stopDevCells(cells, log)
+	}()
+	if err != nil {
+		return err
+	}
+	cellLines := ""
+	for _, c := range cells {
+		cellLines += fmt.Sprintf("  Cell          %s in zone %s (%s executor, log %s)\n", c.id, c.zone, *cellExecutor,
+			filepath.Join(*dataDir, filepath.Base(c.logFile)))
+	}
+
 	fmt.Printf(`
 BBS dev stack is up:
   API           %s        try: curl -s -XPOST %s/v1/ping
@@ -119,11 +137,11 @@ BBS dev stack is up:
   Temporal      %s (namespace default, state in %s, log %s)
   Worker        task queue %q
   PostgreSQL    %s %s
-
+%s
 Ctrl-C stops everything; the next 'make run' resumes with the data kept.
 
 `, a.url(), a.url(), *uiPort, ts.Address(), filepath.Join(*dataDir, "temporal.db"),
-		filepath.Join(*dataDir, "temporal.log"), worker.TaskQueue, redact(dbURL), pgNote)
+		filepath.Join(*dataDir, "temporal.log"), worker.TaskQueue, redact(dbURL), pgNote, cellLines)
 
 	<-ctx.Done()
 	fmt.Println()

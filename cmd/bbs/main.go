@@ -26,6 +26,7 @@ commands:
   api       serve the HTTP API
   worker    run the Temporal worker (rollouts, convergence)
   migrate   apply database migrations and exit
+  cell      run a cell agent that runs instances (SIGTERM drains it, Ctrl-C stops it)
   dev       run everything on one machine: a private PostgreSQL under .data/ (unless
             DATABASE_URL is set), the Temporal dev server with its Web UI, the API and the worker
 
@@ -43,6 +44,7 @@ func main() {
 		"worker":  runWorkerCommand,
 		"migrate": runMigrateCommand,
 		"dev":     runDevCommand,
+		"cell":    runCellCommand,
 	}
 	cmd, ok := commands[os.Args[1]]
 	if !ok {
@@ -52,7 +54,11 @@ func main() {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	signals := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if os.Args[1] == "cell" {
+		signals = signals[:1] // a cell drains on SIGTERM instead of stopping
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), signals...)
 	defer stop()
 	if err := cmd(ctx, os.Args[2:]); err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(os.Stderr, "bbs %s: %v\n", os.Args[1], err)

@@ -5,6 +5,9 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/updatable-lrps/bbs/auctioneer"
+	"github.com/updatable-lrps/bbs/cell"
+	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/temporalzap"
 	"github.com/updatable-lrps/bbs/worker"
 	"go.temporal.io/sdk/client"
@@ -47,7 +50,19 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer log.Sync()
-	w, c, err := startWorker(ctx, tf, log)
+	url, err := requireDatabaseURL()
+	if err != nil {
+		return err
+	}
+	store, err := openStore(ctx, url, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		return err
+	}
+	w, c, err := startWorker(ctx, tf, store, log)
 	if err != nil {
 		return err
 	}
@@ -57,8 +72,9 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 	return nil
 }
 
-// startWorker connects to Temporal and starts polling the BBS task queue.
-func startWorker(ctx context.Context, tf temporalFlags, log *zap.Logger) (sdkworker.Worker, client.Client, error) {
+// startWorker connects to Temporal, starts polling the BBS task queue, and runs placement
+// (which leads in one worker process at a time) until ctx ends.
+func startWorker(ctx context.Context, tf temporalFlags, store *db.Store, log *zap.Logger) (sdkworker.Worker, client.Client, error) {
 	c, err := tf.dial(ctx, log)
 	if err != nil {
 		return nil, nil, err
@@ -69,5 +85,11 @@ func startWorker(ctx context.Context, tf temporalFlags, log *zap.Logger) (sdkwor
 		return nil, nil, fmt.Errorf("start worker: %w", err)
 	}
 	log.Info("worker polling", zap.String("task_queue", worker.TaskQueue), zap.String("temporal", tf.address))
+	placement := auctioneer.New(store, cell.NewClient(nil), auctioneer.Options{}, log)
+	go func() {
+		if err := placement.Run(ctx); err != nil {
+			log.Error("placement stopped", zap.Error(err))
+		}
+	}()
 	return w, c, nil
 }

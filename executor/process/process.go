@@ -14,11 +14,14 @@
 package process
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -204,8 +207,12 @@ func (in *instance) signalAll(sig syscall.Signal) {
 // empty, or until the deadline; it reports whether everything is gone.
 func (in *instance) waitGone(mainStarted bool, deadline time.Time) bool {
 	for {
-		in.signalAll(0) // signal 0 only prunes empty groups
 		in.mu.Lock()
+		for g := range in.groups {
+			if !groupAlive(g) {
+				delete(in.groups, g)
+			}
+		}
 		empty := len(in.groups) == 0
 		in.mu.Unlock()
 		mainDone := true
@@ -222,8 +229,43 @@ func (in *instance) waitGone(mainStarted bool, deadline time.Time) bool {
 		if !time.Now().Before(deadline) {
 			return false
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// groupAlive reports whether a process group has a member that is not a zombie. Orphaned
+// children are reparented to the host's init, and in a container that init may never reap
+// them: counting zombies would make every stop wait out its whole grace period.
+func groupAlive(pgid int) bool {
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // no /proc: trust kill
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// Format: pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
+			return true
+		}
+	}
+	return false
 }
 
 // baseEnv is what every process of the instance sees before a run action's own env.

@@ -1,0 +1,393 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// Convergence (seed 003, "Harmonizing DesiredLRPs with Actual LRPs: Converger"): every step is
+// one set-based statement, or two, over the whole store, because a pass must stay short at
+// 250,000 instances. Each step is its own transaction with its events, so a pass holds row
+// locks briefly and a failed step leaves the earlier ones done; every step is idempotent, so
+// the next pass (or a Temporal retry) finishes the work.
+
+// ConvergeOptions tune a convergence pass; the zero value is BBS's behaviour.
+type ConvergeOptions struct {
+	// RestartPolicy decides which CRASHED instances restart; nil means the store's policy
+	// (model.DefaultRestartPolicy unless SetRestartPolicy changed it), the one cells' crash
+	// reports use, so that both sides agree.
+	RestartPolicy *model.RestartPolicy
+	// StaleUnclaimed is how long an instance may stay UNCLAIMED before it counts as stale;
+	// 0 means 30 s (ARCHITECTURE.md).
+	StaleUnclaimed time.Duration
+	// RetiredHistory is how many retired definitions each LRP keeps for rollback; 0 means 10
+	// (API.md, like Kubernetes' revisionHistoryLimit).
+	RetiredHistory int
+}
+
+// ConvergeResult says what a pass changed, step by step.
+type ConvergeResult struct {
+	// MissingCellClaims are CLAIMED instances on vanished cells made UNCLAIMED again.
+	MissingCellClaims int
+	// Suspected are RUNNING instances on vanished cells made SUSPECT, each with a new
+	// UNCLAIMED instance placed beside it.
+	Suspected int
+	// SuspectsRemoved are SUSPECT instances deleted because their replacement runs.
+	SuspectsRemoved int
+	// MissingIndices are UNCLAIMED instances created for indices that had none.
+	MissingIndices int
+	// ExtrasRemoved are records of undesired instances deleted; ExtrasToStop are undesired
+	// instances left for their cells to stop and report.
+	ExtrasRemoved, ExtrasToStop int
+	// CrashedRestarted are CRASHED instances whose back-off passed, made UNCLAIMED.
+	CrashedRestarted int
+	// StaleUnclaimed are UNCLAIMED instances older than StaleUnclaimed (reported only).
+	StaleUnclaimed int
+	// DefinitionsRetired are unused live definitions retired; DefinitionsPruned are retired
+	// definitions beyond the history limit deleted.
+	DefinitionsRetired, DefinitionsPruned int
+	// ToStop are the instances cells must stop. Stop requests must be idempotent: an extra
+	// instance is listed on every pass until its cell reports it stopped.
+	ToStop []model.ActualLRP
+}
+
+// Converge runs one convergence pass over the whole store.
+func (s *Store) Converge(ctx context.Context, opts ConvergeOptions) (*ConvergeResult, error) {
+	policy := s.restartPolicy
+	if opts.RestartPolicy != nil {
+		policy = *opts.RestartPolicy
+	}
+	if opts.StaleUnclaimed < 0 || opts.RetiredHistory < 0 {
+		return nil, model.Errorf(model.ErrInvalidRequest, "stale unclaimed age and retired history must not be negative")
+	}
+	if opts.StaleUnclaimed == 0 {
+		opts.StaleUnclaimed = 30 * time.Second
+	}
+	if opts.RetiredHistory == 0 {
+		opts.RetiredHistory = 10
+	}
+	res := &ConvergeResult{}
+	// Suspects go first: a suspect whose replacement runs must be gone before that
+	// replacement can itself become suspect at the same key.
+	steps := []func(context.Context, *ConvergeResult) error{
+		s.removeResolvedSuspects,
+		s.removeExtras,
+		s.reapMissingCells,
+		s.createMissingIndices,
+		func(ctx context.Context, r *ConvergeResult) error { return s.restartCrashed(ctx, r, policy) },
+		func(ctx context.Context, r *ConvergeResult) error {
+			return s.countStaleUnclaimed(ctx, r, opts.StaleUnclaimed)
+		},
+		func(ctx context.Context, r *ConvergeResult) error {
+			return s.pruneDefinitions(ctx, r, opts.RetiredHistory)
+		},
+	}
+	for _, step := range steps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := step(ctx, res); err != nil {
+			return nil, fmt.Errorf("converge: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// SQL predicates on an instance aliased a.
+const (
+	cellFresh = `EXISTS (SELECT 1 FROM cells c WHERE c.cell_id = a.cell_id AND c.expires_at > now())`
+	// Seed 002: without a fresh domain the desired state may be incomplete, so nothing of it
+	// is destroyed. A domain nobody ever upserted is not fresh.
+	domainFresh = `EXISTS (SELECT 1 FROM domains dm WHERE dm.name = a.domain
+    AND (dm.expires_at IS NULL OR dm.expires_at > now()))`
+	desired = `EXISTS (SELECT 1 FROM desired_lrps l
+    WHERE l.process_guid = a.process_guid AND a.instance_index < l.instances)`
+)
+
+// removeResolvedSuspects deletes SUSPECT instances whose replacement is RUNNING: an ORDINARY
+// instance of the same definition at the index, or of any definition once no ORDINARY
+// instance of the suspect's own definition is left there (a rollout moved the index on).
+// A suspect whose replacement is not RUNNING yet is kept even when its cell is back: it may
+// still serve traffic (GroupActualLRPs shows it), and dropping it would leave the index
+// without a running instance; it goes as soon as the replacement runs.
+func (s *Store) removeResolvedSuspects(ctx context.Context, res *ConvergeResult) error {
+	return s.inTx(ctx, func(tx *sqlx.Tx) error {
+		removed, err := selectActual(ctx, tx, `DELETE FROM actual_lrps a
+WHERE a.presence = 'SUSPECT' AND EXISTS (SELECT 1 FROM actual_lrps o
+    WHERE o.process_guid = a.process_guid AND o.instance_index = a.instance_index
+      AND o.presence = 'ORDINARY' AND o.state = 'RUNNING'
+      AND (o.definition_id = a.definition_id OR NOT EXISTS (SELECT 1 FROM actual_lrps p
+          WHERE p.process_guid = a.process_guid AND p.instance_index = a.instance_index
+            AND p.definition_id = a.definition_id AND p.presence = 'ORDINARY')))
+RETURNING `+actualColumns)
+		if err != nil {
+			return err
+		}
+		res.SuspectsRemoved = len(removed)
+		// If their cell comes back it still runs them: it must stop them.
+		res.ToStop = append(res.ToStop, removed...)
+		return appendEvents(ctx, tx, instanceEvents(model.EventActualLRPRemoved, removed)...)
+	})
+}
+
+// removeExtras stops instances no LRP wants (index at or beyond the count, or the LRP gone),
+// only in fresh domains. UNCLAIMED and CRASHED records are deleted; CLAIMED and RUNNING ones
+// are returned for their cells to stop, and go when the cells report. Records that no cell
+// will ever report on — SUSPECT ones and those on vanished cells — are deleted and returned
+// too, in case the cell comes back. EVACUATING instances belong to the evacuation protocol.
+func (s *Store) removeExtras(ctx context.Context, res *ConvergeResult) error {
+	return s.inTx(ctx, func(tx *sqlx.Tx) error {
+		extra := `a.presence IN ('ORDINARY', 'SUSPECT') AND NOT ` + desired + ` AND ` + domainFresh
+		removed, err := selectActual(ctx, tx, `DELETE FROM actual_lrps a WHERE `+extra+`
+  AND (a.state IN ('UNCLAIMED', 'CRASHED') OR a.presence = 'SUSPECT' OR NOT `+cellFresh+`)
+RETURNING `+actualColumns)
+		if err != nil {
+			return err
+		}
+		running, err := selectActual(ctx, tx, `SELECT `+actualColumns+` FROM actual_lrps a WHERE `+extra+`
+ORDER BY a.process_guid, a.instance_index, a.definition_id`)
+		if err != nil {
+			return err
+		}
+		res.ExtrasRemoved, res.ExtrasToStop = len(removed), len(running)
+		for _, a := range removed {
+			if a.CellID != "" {
+				res.ToStop = append(res.ToStop, a)
+			}
+		}
+		res.ToStop = append(res.ToStop, running...)
+		return appendEvents(ctx, tx, instanceEvents(model.EventActualLRPRemoved, removed)...)
+	})
+}
+
+// reapMissingCells handles ORDINARY instances on cells whose presence expired: CLAIMED ones
+// never started, so they go back to UNCLAIMED for placement; RUNNING ones may still serve
+// (a partitioned cell), so they become SUSPECT and an UNCLAIMED replacement is created.
+func (s *Store) reapMissingCells(ctx context.Context, res *ConvergeResult) error {
+	now := s.nowNanos()
+	return s.inTx(ctx, func(tx *sqlx.Tx) error {
+		// Undesired instances are left to removeExtras, which stops them once their domain
+		// is fresh; replacing them here would only create instances nobody wants.
+		onMissing := `a.presence = 'ORDINARY' AND a.cell_id <> '' AND NOT ` + cellFresh + ` AND ` + desired
+		claims, err := transition(ctx, tx, onMissing+` AND a.state = 'CLAIMED'`,
+			`state = 'UNCLAIMED', instance_guid = '', cell_id = '', address = '', ports = '[]',
+    instance_address = '', placement_error = '', since = $1`, now)
+		if err != nil {
+			return err
+		}
+		// A suspect already at the key is resolved by the next pass first; skipping the row
+		// here avoids a primary-key conflict.
+		suspects, err := transition(ctx, tx, onMissing+` AND a.state = 'RUNNING' AND NOT EXISTS (
+    SELECT 1 FROM actual_lrps x WHERE x.process_guid = a.process_guid AND x.definition_id = a.definition_id
+      AND x.instance_index = a.instance_index AND x.presence = 'SUSPECT')`, `presence = 'SUSPECT'`)
+		if err != nil {
+			return err
+		}
+		var guids, defs, domains []string
+		var indices, crashes []int32
+		for _, c := range suspects {
+			a := c.After
+			guids, defs, domains = append(guids, a.ProcessGUID), append(defs, a.DefinitionID), append(domains, a.Domain)
+			indices, crashes = append(indices, a.Index), append(crashes, a.CrashCount)
+		}
+		created, err := selectActual(ctx, tx, `
+INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain, state, since, crash_count, modification_epoch)
+SELECT g, d, i, dom, 'UNCLAIMED', $6, c, gen_random_uuid()::text
+FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::integer[]) AS n(g, d, i, dom, c)
+ON CONFLICT DO NOTHING
+RETURNING `+actualColumns, pq.StringArray(guids), pq.StringArray(defs), pq.Int32Array(indices),
+			pq.StringArray(domains), pq.Int32Array(crashes), now)
+		if err != nil {
+			return err
+		}
+		res.MissingCellClaims, res.Suspected = len(claims), len(suspects)
+		events := changeEvents(claims)
+		events = append(events, changeEvents(suspects)...)
+		events = append(events, instanceEvents(model.EventActualLRPCreated, created)...)
+		return appendEvents(ctx, tx, events...)
+	})
+}
+
+// createMissingIndices gives every index below an LRP's count that has no ORDINARY instance
+// of any definition an UNCLAIMED instance of the healthy definition (the active one before
+// any instance ever ran), as scaling up does.
+func (s *Store) createMissingIndices(ctx context.Context, res *ConvergeResult) error {
+	return s.inTx(ctx, func(tx *sqlx.Tx) error {
+		// ON CONFLICT: a concurrent writer (a scale-up, a cell's start report) may have
+		// created the instance since this statement's snapshot; theirs wins.
+		created, err := selectActual(ctx, tx, `
+INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain, state, since, modification_epoch)
+SELECT l.process_guid, coalesce(l.healthy_definition_id, l.active_definition_id), i, l.domain,
+    'UNCLAIMED', $1, gen_random_uuid()::text
+FROM desired_lrps l CROSS JOIN LATERAL generate_series(0, l.instances - 1) AS i
+WHERE NOT EXISTS (SELECT 1 FROM actual_lrps a
+    WHERE a.process_guid = l.process_guid AND a.instance_index = i AND a.presence = 'ORDINARY')
+ON CONFLICT DO NOTHING
+RETURNING `+actualColumns, s.nowNanos())
+		if err != nil {
+			return err
+		}
+		res.MissingIndices = len(created)
+		return appendEvents(ctx, tx, instanceEvents(model.EventActualLRPCreated, created)...)
+	})
+}
+
+// restartCrashed makes CRASHED instances whose back-off has passed UNCLAIMED, for placement.
+// Instances no LRP wants any more stay CRASHED: placement could not place them, and
+// removeExtras deletes them once their domain is fresh.
+func (s *Store) restartCrashed(ctx context.Context, res *ConvergeResult, p model.RestartPolicy) error {
+	now := s.nowNanos()
+	maxDelay := int64(p.MaxDelay)
+	if maxDelay <= 0 {
+		maxDelay = math.MaxInt64 // RestartDelay has no cap then, only saturation
+	}
+	return s.inTx(ctx, func(tx *sqlx.Tx) error {
+		// The CASE mirrors model.RestartPolicy.RestartDelay (keep them in step; the tests
+		// compare it with ShouldRestart): never above MaxRestarts, at once up to
+		// ImmediateRestarts, else BaseDelay × 2^(count − ImmediateRestarts − 1) capped at
+		// MaxDelay and never negative. numeric keeps 2^64 from overflowing; a larger exponent
+		// changes nothing, as the product already exceeds any Duration.
+		changes, err := transition(ctx, tx, `a.presence = 'ORDINARY' AND a.state = 'CRASHED'
+  AND `+desired+` AND CASE
+    WHEN a.crash_count > $2 THEN false
+    WHEN a.crash_count <= $3 THEN true
+    ELSE a.since::numeric <= $1::numeric - greatest(0, least($4::numeric * power(2::numeric, least(a.crash_count - $3 - 1, 64)), $5::numeric))
+  END`, `state = 'UNCLAIMED', placement_error = '', since = $1`,
+			now, p.MaxRestarts, p.ImmediateRestarts, int64(p.BaseDelay), maxDelay)
+		if err != nil {
+			return err
+		}
+		res.CrashedRestarted = len(changes)
+		return appendEvents(ctx, tx, changeEvents(changes)...)
+	})
+}
+
+// countStaleUnclaimed counts UNCLAIMED instances waiting longer than age. Placement retries
+// them by itself; the notification wakes it in case a start request was lost (seed 003,
+// "Re-emitting start requests").
+func (s *Store) countStaleUnclaimed(ctx context.Context, res *ConvergeResult, age time.Duration) error {
+	err := s.db.GetContext(ctx, &res.StaleUnclaimed, `SELECT count(*) FROM actual_lrps
+WHERE state = 'UNCLAIMED' AND since < $1`, s.nowNanos()-int64(age))
+	if err != nil || res.StaleUnclaimed == 0 {
+		return err
+	}
+	_, err = s.db.ExecContext(ctx, `SELECT pg_notify($1, '')`, EventsChannel)
+	return err
+}
+
+// pruneDefinitions retires live definitions nothing uses any more (seed 004, "How do we
+// cleanup unused?") and deletes retired ones beyond each LRP's history limit (API.md: the
+// newest retired definitions stay for rollback). A definition an in-progress rollout names is
+// in use even when no instance runs it yet. Definitions have no events of their own: the
+// LRPDeployment's definitions map is read, not streamed.
+func (s *Store) pruneDefinitions(ctx context.Context, res *ConvergeResult, keep int) error {
+	return s.inTx(ctx, func(tx *sqlx.Tx) error {
+		r, err := tx.ExecContext(ctx, `UPDATE lrp_definitions d SET live = false, retired_at = now()
+FROM desired_lrps l
+WHERE d.process_guid = l.process_guid AND d.live
+  AND d.definition_id <> l.active_definition_id
+  AND d.definition_id IS DISTINCT FROM l.healthy_definition_id
+  AND d.definition_id IS DISTINCT FROM l.previous_definition_id
+  AND NOT EXISTS (SELECT 1 FROM actual_lrps a
+      WHERE a.process_guid = d.process_guid AND a.definition_id = d.definition_id)
+  AND NOT EXISTS (SELECT 1 FROM rollouts r WHERE r.process_guid = d.process_guid
+      AND r.state IN ('active', 'paused', 'canceling')
+      AND d.definition_id IN (r.from_definition_id, r.to_definition_id))`)
+		if err != nil {
+			return err
+		}
+		res.DefinitionsRetired, err = affected(r)
+		if err != nil {
+			return err
+		}
+		// A retired definition an instance still names (only a stray cell report makes one)
+		// is kept, so the instance can still be read and stopped.
+		r, err = tx.ExecContext(ctx, `DELETE FROM lrp_definitions d USING (
+    SELECT process_guid, definition_id, row_number() OVER (PARTITION BY process_guid
+        ORDER BY retired_at DESC, created_at DESC, definition_id DESC) AS n
+    FROM lrp_definitions WHERE NOT live) old
+WHERE d.process_guid = old.process_guid AND d.definition_id = old.definition_id AND old.n > $1
+  AND NOT EXISTS (SELECT 1 FROM actual_lrps a
+      WHERE a.process_guid = d.process_guid AND a.definition_id = d.definition_id)`, keep)
+		if err != nil {
+			return err
+		}
+		res.DefinitionsPruned, err = affected(r)
+		return err
+	})
+}
+
+func affected(r interface{ RowsAffected() (int64, error) }) (int, error) {
+	n, err := r.RowsAffected()
+	return int(n), err
+}
+
+// selectActual runs a statement returning actualColumns rows and converts them.
+func selectActual(ctx context.Context, tx *sqlx.Tx, query string, args ...any) ([]model.ActualLRP, error) {
+	var rows []actualRow
+	if err := tx.SelectContext(ctx, &rows, query, args...); err != nil {
+		return nil, err
+	}
+	return actualModels(rows)
+}
+
+// actualChangeRow is an instance before and after one UPDATE.
+type actualChangeRow struct {
+	Before actualRow `db:"b"`
+	After  actualRow `db:"a"`
+}
+
+// transition updates every instance (alias a) that matches where with set, bumping its
+// modification index, and returns each one before and after: one statement, whatever the
+// number of rows. The rows are locked in key order first, so that two passes, or a pass and
+// a multi-row writer, do not deadlock, and a row changed concurrently is re-checked against
+// where after the lock (PostgreSQL's READ COMMITTED re-evaluation): a compare-and-swap in bulk.
+func transition(ctx context.Context, tx *sqlx.Tx, where, set string, args ...any) ([]model.Change[model.ActualLRP], error) {
+	var rows []actualChangeRow
+	err := tx.SelectContext(ctx, &rows, `WITH prev AS (
+    SELECT a.* FROM actual_lrps a WHERE `+where+`
+    ORDER BY a.process_guid, a.definition_id, a.instance_index, a.presence FOR UPDATE OF a)
+UPDATE actual_lrps a SET `+set+`, modification_index = a.modification_index + 1
+FROM prev
+WHERE a.process_guid = prev.process_guid AND a.definition_id = prev.definition_id
+  AND a.instance_index = prev.instance_index AND a.presence = prev.presence
+RETURNING `+aliased("prev", "b")+`, `+aliased("a", "a"), args...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]model.Change[model.ActualLRP], len(rows))
+	for i := range rows {
+		if out[i].Before, err = rows[i].Before.model(); err != nil {
+			return nil, err
+		}
+		if out[i].After, err = rows[i].After.model(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// aliased lists actualColumns of table as "prefix.column", for sqlx's nested structs.
+func aliased(table, prefix string) string {
+	cols := strings.Split(actualColumns, ",")
+	for i, c := range cols {
+		c = strings.TrimSpace(c)
+		cols[i] = fmt.Sprintf(`%s.%s AS "%s.%s"`, table, c, prefix, c)
+	}
+	return strings.Join(cols, ", ")
+}
+
+func changeEvents(changes []model.Change[model.ActualLRP]) []pendingEvent {
+	out := make([]pendingEvent, len(changes))
+	for i, c := range changes {
+		out[i] = changed(model.EventActualLRPChanged, c.Before, c.After)
+	}
+	return out
+}

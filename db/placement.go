@@ -1,0 +1,167 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"hash/fnv"
+
+	"github.com/lib/pq"
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// PendingInstance is an UNCLAIMED instance waiting for placement, with what it needs.
+type PendingInstance struct {
+	Key             model.ActualLRPKey
+	ModificationTag model.ModificationTag
+	PlacementError  string
+	Since           int64
+	MemoryMB        int32
+	DiskMB          int32
+	PlacementTags   []string
+}
+
+// PendingPlacements lists up to limit ordinary UNCLAIMED instances, oldest first.
+func (s *Store) PendingPlacements(ctx context.Context, limit int) ([]PendingInstance, error) {
+	var rows []struct {
+		actualRow
+		MemoryMB      int32          `db:"memory_mb"`
+		DiskMB        int32          `db:"disk_mb"`
+		PlacementTags pq.StringArray `db:"placement_tags"`
+	}
+	err := s.db.SelectContext(ctx, &rows, `SELECT a.process_guid, a.definition_id, a.instance_index, a.presence,
+    a.domain, a.state, a.instance_guid, a.cell_id, a.address, a.ports, a.instance_address, a.placement_error,
+    a.since, a.crash_count, a.crash_reason, a.modification_epoch, a.modification_index,
+    d.memory_mb, d.disk_mb, d.placement_tags
+FROM actual_lrps a
+JOIN lrp_definitions d ON d.process_guid = a.process_guid AND d.definition_id = a.definition_id
+WHERE a.state = 'UNCLAIMED' AND a.presence = 'ORDINARY'
+ORDER BY a.since
+LIMIT $1`, limit)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	out := make([]PendingInstance, len(rows))
+	for i, r := range rows {
+		out[i] = PendingInstance{
+			Key:             model.ActualLRPKey{ProcessGUID: r.ProcessGUID, DefinitionID: r.DefinitionID, Index: r.Index, Domain: r.Domain},
+			ModificationTag: model.ModificationTag{Epoch: r.ModificationEpoch, Index: r.ModificationIndex},
+			PlacementError:  r.PlacementError, Since: r.Since,
+			MemoryMB: r.MemoryMB, DiskMB: r.DiskMB, PlacementTags: r.PlacementTags,
+		}
+	}
+	return out, nil
+}
+
+// CellLoad is a fresh cell and what it holds.
+type CellLoad struct {
+	Cell      model.CellPresence
+	Instances []HeldInstance
+}
+
+// HeldInstance is an instance a cell holds, as placement weighs it.
+type HeldInstance struct {
+	ProcessGUID string
+	MemoryMB    int32
+	DiskMB      int32
+	Starting    bool
+}
+
+// CellLoads lists the fresh cells with the instances on them (every presence: an
+// evacuating instance still uses its cell).
+func (s *Store) CellLoads(ctx context.Context) ([]CellLoad, error) {
+	cells, err := s.Cells(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pos := make(map[string]int, len(cells))
+	out := make([]CellLoad, len(cells))
+	for i, c := range cells {
+		pos[c.CellID] = i
+		out[i].Cell = c
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT a.cell_id, a.process_guid, coalesce(d.memory_mb, 0), coalesce(d.disk_mb, 0),
+    a.state = 'CLAIMED'
+FROM actual_lrps a
+LEFT JOIN lrp_definitions d ON d.process_guid = a.process_guid AND d.definition_id = a.definition_id
+WHERE a.cell_id <> ''`)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var cellID string
+		var h HeldInstance
+		if err := rows.Scan(&cellID, &h.ProcessGUID, &h.MemoryMB, &h.DiskMB, &h.Starting); err != nil {
+			return nil, mapError(err)
+		}
+		if i, ok := pos[cellID]; ok {
+			out[i].Instances = append(out[i].Instances, h)
+		}
+	}
+	return out, mapError(rows.Err())
+}
+
+// DefinitionKey names one definition of one LRP.
+type DefinitionKey struct {
+	ProcessGUID, DefinitionID string
+}
+
+// Definitions reads the named definitions (live or retired); missing ones are left out.
+func (s *Store) Definitions(ctx context.Context, keys []DefinitionKey) (map[DefinitionKey]model.LRPDefinition, error) {
+	guids := make([]string, len(keys))
+	ids := make([]string, len(keys))
+	for i, k := range keys {
+		guids[i], ids[i] = k.ProcessGUID, k.DefinitionID
+	}
+	var rows []definitionRow
+	err := s.db.SelectContext(ctx, &rows, `SELECT `+definitionColumns+`
+FROM lrp_definitions d
+JOIN unnest($1::text[], $2::text[]) AS k(g, id) ON d.process_guid = k.g AND d.definition_id = k.id`,
+		pq.StringArray(guids), pq.StringArray(ids))
+	if err != nil {
+		return nil, mapError(err)
+	}
+	out := make(map[DefinitionKey]model.LRPDefinition, len(rows))
+	for i := range rows {
+		d, err := rows[i].model()
+		if err != nil {
+			return nil, err
+		}
+		out[DefinitionKey{rows[i].ProcessGUID, rows[i].DefinitionID}] = d
+	}
+	return out, nil
+}
+
+// Leadership is a held leader lock; Release gives it up.
+type Leadership struct {
+	conn *sql.Conn
+	key  int64
+}
+
+// TryLeadership takes the cluster-wide lock called name, if free, on a connection of its
+// own: whoever holds it leads (placement runs in one process at a time), and the lock goes
+// with the connection if the process dies. held is false when another process leads.
+func (s *Store) TryLeadership(ctx context.Context, name string) (l *Leadership, held bool, err error) {
+	h := fnv.New64a()
+	fmt.Fprint(h, "bbs-leader:"+name)
+	key := int64(h.Sum64())
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, false, mapError(err)
+	}
+	if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&held); err != nil || !held {
+		conn.Close()
+		return nil, false, mapError(err)
+	}
+	return &Leadership{conn: conn, key: key}, true, nil
+}
+
+// Alive checks that the lock's connection still stands.
+func (l *Leadership) Alive(ctx context.Context) bool { return l.conn.PingContext(ctx) == nil }
+
+// Release gives the lock up.
+func (l *Leadership) Release() {
+	l.conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1)`, l.key)
+	l.conn.Close()
+}
