@@ -21,7 +21,7 @@ import (
 	"github.com/updatable-lrps/bbs/internal/dbtest"
 )
 
-var bbsBin string
+var bbsBin, demoBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "bbs-e2e-bin-")
@@ -30,11 +30,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bbsBin = filepath.Join(dir, "bbs")
-	build := exec.Command("go", "build", "-o", bbsBin, "../cmd/bbs")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build bbs:", err)
-		os.Exit(1)
+	demoBin = filepath.Join(dir, "demoapp")
+	for bin, pkg := range map[string]string{bbsBin: "../cmd/bbs", demoBin: "../cmd/demoapp"} {
+		build := exec.Command("go", "build", "-o", bin, pkg)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build", pkg, err)
+			os.Exit(1)
+		}
 	}
 	defer os.RemoveAll(dir)
 	dbtest.Main(m)

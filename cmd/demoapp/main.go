@@ -1,0 +1,48 @@
+// Command demoapp is a small HTTP app to run as an LRP in demos and end-to-end tests. It
+// listens on $PORT and answers GET / with who it is (index, instance guid, process id, and
+// $DEMO_VERSION, which a new definition changes), and GET /health with 200.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	port := os.Getenv("PORT")
+	if port == "" {
+		port = "8080"
+	}
+	who := map[string]any{
+		"index":         os.Getenv("CF_INSTANCE_INDEX"),
+		"instance_guid": os.Getenv("CF_INSTANCE_GUID"),
+		"version":       os.Getenv("DEMO_VERSION"),
+		"pid":           os.Getpid(),
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(who)
+	})
+	srv := &http.Server{Addr: ":" + port, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		// Finish in-flight requests, as a well-behaved app does when its cell stops it.
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shutdown)
+	}()
+	log.Printf("demoapp %s listening on :%s", who["version"], port)
+	if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+		log.Fatal(err)
+	}
+}
