@@ -16,6 +16,7 @@ import (
 	"github.com/updatable-lrps/bbs/bbsclient"
 	"github.com/updatable-lrps/bbs/cell"
 	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/events"
 	"github.com/updatable-lrps/bbs/executor"
 	"github.com/updatable-lrps/bbs/executor/sim"
 	"github.com/updatable-lrps/bbs/internal/dbtest"
@@ -31,6 +32,7 @@ type cluster struct {
 	t      *testing.T
 	store  *db.Store
 	bbs    *bbsclient.Client
+	url    string
 	cells  []*simCell
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -52,11 +54,14 @@ func newCluster(t *testing.T, n, zones int, capacity model.CellCapacity) *cluste
 	store := dbtest.NewStore(t)
 	store.SetRestartPolicy(model.DefaultRestartPolicy())
 	stopper := &cell.Stopper{Cells: store, Client: cell.NewClient(nil)}
-	server := api.NewServer(store, stopper, log)
+	hub := events.NewHub(store, store.URL(), events.Options{GapWait: 200 * time.Millisecond, Poll: 200 * time.Millisecond}, log)
+	server := api.NewServer(store, stopper, log).WithEvents(hub)
 	server.MarkReady()
 	ts := httptest.NewServer(server)
-	c := &cluster{t: t, store: store, bbs: bbsclient.New(ts.URL, nil)}
+	c := &cluster{t: t, store: store, bbs: bbsclient.New(ts.URL, nil), url: ts.URL}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); hub.Run(c.ctx) }()
 	placement := auctioneer.New(store, cell.NewClient(nil), auctioneer.Options{Interval: 200 * time.Millisecond, Resend: 5 * time.Second, RetryFailed: time.Second}, log)
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); placement.Run(c.ctx) }()
