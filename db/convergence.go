@@ -171,14 +171,31 @@ ORDER BY a.process_guid, a.instance_index, a.definition_id`)
 // never started, so they go back to UNCLAIMED for placement; RUNNING ones may still serve
 // (a partitioned cell), so they become SUSPECT and an UNCLAIMED replacement is created.
 func (s *Store) reapMissingCells(ctx context.Context, res *ConvergeResult) error {
+	// The common pass has no vanished cell: finding that out must not read every instance.
+	// This walks the distinct cell ids of actual_lrps_cell (a skip scan: one probe per cell)
+	// and keeps those without a fresh presence.
+	var missing pq.StringArray
+	if err := s.db.SelectContext(ctx, &missing, `WITH RECURSIVE ids AS (
+    SELECT min(cell_id) AS id FROM actual_lrps WHERE cell_id <> ''
+    UNION ALL
+    SELECT (SELECT min(cell_id) FROM actual_lrps WHERE cell_id <> '' AND cell_id > ids.id)
+    FROM ids WHERE ids.id IS NOT NULL)
+SELECT id FROM ids WHERE id IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM cells c WHERE c.cell_id = ids.id AND c.expires_at > now())`); err != nil {
+		return err
+	}
+	if len(missing) == 0 {
+		return nil
+	}
 	now := s.nowNanos()
 	return s.inTx(ctx, func(tx *sqlx.Tx) error {
-		// Undesired instances are left to removeExtras, which stops them once their domain
-		// is fresh; replacing them here would only create instances nobody wants.
-		onMissing := `a.presence = 'ORDINARY' AND a.cell_id <> '' AND NOT ` + cellFresh + ` AND ` + desired
+		// Freshness is checked again: a cell may have heartbeated since. Undesired instances
+		// are left to removeExtras, which stops them once their domain is fresh; replacing
+		// them here would only create instances nobody wants.
+		onMissing := `a.presence = 'ORDINARY' AND a.cell_id = ANY($1) AND NOT ` + cellFresh + ` AND ` + desired
 		claims, err := transition(ctx, tx, onMissing+` AND a.state = 'CLAIMED'`,
 			`state = 'UNCLAIMED', instance_guid = '', cell_id = '', address = '', ports = '[]',
-    instance_address = '', placement_error = '', since = $1`, now)
+    instance_address = '', placement_error = '', since = $2`, missing, now)
 		if err != nil {
 			return err
 		}
@@ -186,7 +203,7 @@ func (s *Store) reapMissingCells(ctx context.Context, res *ConvergeResult) error
 		// here avoids a primary-key conflict.
 		suspects, err := transition(ctx, tx, onMissing+` AND a.state = 'RUNNING' AND NOT EXISTS (
     SELECT 1 FROM actual_lrps x WHERE x.process_guid = a.process_guid AND x.definition_id = a.definition_id
-      AND x.instance_index = a.instance_index AND x.presence = 'SUSPECT')`, `presence = 'SUSPECT'`)
+      AND x.instance_index = a.instance_index AND x.presence = 'SUSPECT')`, `presence = 'SUSPECT'`, missing)
 		if err != nil {
 			return err
 		}

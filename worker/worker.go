@@ -2,16 +2,28 @@
 package worker
 
 import (
+	"github.com/updatable-lrps/bbs/activities"
+	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/workflows"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
 )
 
 // TaskQueue is the task queue of every BBS workflow and activity.
 const TaskQueue = "bbs"
 
-// New builds the worker that runs the BBS workflows and activities on TaskQueue. The rollout
-// workflow and the convergence loop register here as they land; until then the worker only
-// proves the wiring: it connects, polls the task queue, and stops cleanly.
-func New(c client.Client) sdkworker.Worker {
-	return sdkworker.New(c, TaskQueue, sdkworker.Options{})
+// Deps are what the activities need.
+type Deps struct {
+	Store   *db.Store
+	Stopper activities.Stopper
+	Log     *zap.Logger
+}
+
+// New builds the worker that runs the BBS workflows and activities on TaskQueue.
+func New(c client.Client, d Deps) sdkworker.Worker {
+	w := sdkworker.New(c, TaskQueue, sdkworker.Options{})
+	w.RegisterWorkflow(workflows.ConvergeWorkflow)
+	w.RegisterActivity(&activities.Converger{Store: d.Store, Stopper: d.Stopper, Log: d.Log.Named("converger")})
+	return w
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 // envOr returns the environment variable name, or def when it is unset or empty.
@@ -40,4 +41,12 @@ func requireDatabaseURL() (string, error) {
 		return "", errors.New("DATABASE_URL (or DATABASE_URL_FILE) is not set")
 	}
 	return url, nil
+}
+
+// envDuration parses the environment variable name as a duration, or returns def.
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d > 0 {
+		return d
+	}
+	return def
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/updatable-lrps/bbs/internal/pgcluster"
 	"github.com/updatable-lrps/bbs/internal/temporaldev"
 	"github.com/updatable-lrps/bbs/worker"
+	"github.com/updatable-lrps/bbs/workflows"
 	"go.uber.org/zap"
 )
 
@@ -28,6 +29,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 	uiPort := fs.Int("temporal-ui-port", 8233, "Temporal Web UI port")
 	logLevel := fs.String("log-level", envOr("BBS_LOG_LEVEL", "info"), "debug, info, warn or error [BBS_LOG_LEVEL]")
 	nCells := fs.Int("cells", 3, "cell agents to run")
+	convergeEvery := fs.Duration("convergence-interval", envDuration("BBS_CONVERGENCE_INTERVAL", workflows.DefaultConvergenceInterval), "how often convergence runs [BBS_CONVERGENCE_INTERVAL]")
 	nZones := fs.Int("zones", 2, "zones to spread the cells over")
 	cellExecutor := fs.String("cell-executor", "process", "process (real local processes) or sim")
 	if err := fs.Parse(args); err != nil {
@@ -105,7 +107,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 		a.stop()
 	}()
 	tf := temporalFlags{address: ts.Address(), namespace: "default"}
-	w, c, err := startWorker(ctx, tf, store, log)
+	w, c, err := startWorker(ctx, tf, store, *convergeEvery, log)
 	if err != nil {
 		return err
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"time"
 
 	"github.com/updatable-lrps/bbs/auctioneer"
 	"github.com/updatable-lrps/bbs/cell"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/temporalzap"
 	"github.com/updatable-lrps/bbs/worker"
+	"github.com/updatable-lrps/bbs/workflows"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
@@ -42,6 +44,7 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 	logLevel := fs.String("log-level", envOr("BBS_LOG_LEVEL", "info"), "debug, info, warn or error [BBS_LOG_LEVEL]")
 	var tf temporalFlags
 	tf.register(fs)
+	every := fs.Duration("convergence-interval", envDuration("BBS_CONVERGENCE_INTERVAL", workflows.DefaultConvergenceInterval), "how often convergence runs [BBS_CONVERGENCE_INTERVAL]")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,7 +65,7 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
-	w, c, err := startWorker(ctx, tf, store, log)
+	w, c, err := startWorker(ctx, tf, store, *every, log)
 	if err != nil {
 		return err
 	}
@@ -72,18 +75,32 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 	return nil
 }
 
-// startWorker connects to Temporal, starts polling the BBS task queue, and runs placement
-// (which leads in one worker process at a time) until ctx ends.
-func startWorker(ctx context.Context, tf temporalFlags, store *db.Store, log *zap.Logger) (sdkworker.Worker, client.Client, error) {
+// startWorker connects to Temporal, starts polling the BBS task queue, makes sure the
+// convergence schedule runs every `every`, and runs placement (which leads in one worker
+// process at a time) and the cell watch (which triggers convergence when a cell vanishes)
+// until ctx ends.
+func startWorker(ctx context.Context, tf temporalFlags, store *db.Store, every time.Duration, log *zap.Logger) (sdkworker.Worker, client.Client, error) {
 	c, err := tf.dial(ctx, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	w := worker.New(c)
+	stopper := &cell.Stopper{Cells: store, Client: cell.NewClient(nil)}
+	w := worker.New(c, worker.Deps{Store: store, Stopper: stopper, Log: log})
 	if err := w.Start(); err != nil {
 		c.Close()
 		return nil, nil, fmt.Errorf("start worker: %w", err)
 	}
+	if err := workflows.EnsureConvergenceSchedule(ctx, c, every, worker.TaskQueue); err != nil {
+		w.Stop()
+		c.Close()
+		return nil, nil, fmt.Errorf("convergence schedule: %w", err)
+	}
+	go worker.WatchCells(ctx, store, 2*time.Second, log, func(ctx context.Context, ids []string) {
+		log.Info("cells vanished: converging now", zap.Strings("cells", ids))
+		if err := workflows.TriggerConvergence(ctx, c); err != nil {
+			log.Warn("trigger convergence", zap.Error(err))
+		}
+	})
 	log.Info("worker polling", zap.String("task_queue", worker.TaskQueue), zap.String("temporal", tf.address))
 	placement := auctioneer.New(store, cell.NewClient(nil), auctioneer.Options{}, log)
 	go func() {

@@ -1,0 +1,113 @@
+package activities
+
+import (
+	"context"
+	"time"
+
+	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/model"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+)
+
+// ConvergeStore is the part of the store convergence needs.
+type ConvergeStore interface {
+	Converge(ctx context.Context, opts db.ConvergeOptions) (*db.ConvergeResult, error)
+}
+
+// Stopper sends stop requests to the cells that run the given instances. It must be
+// idempotent (the same extra instance is listed on every pass until its cell reports the
+// stop) and tolerate cells that are gone (a resolved SUSPECT's cell usually is).
+type Stopper interface {
+	StopInstances(ctx context.Context, lrps []model.ActualLRP) error
+}
+
+// Converger runs convergence passes (seed 003's Converger) as a Temporal activity.
+type Converger struct {
+	Store ConvergeStore
+	// Stopper may be nil (no cells to talk to, as in some tests): the instances to stop are
+	// then only logged.
+	Stopper Stopper
+	Log     *zap.Logger
+}
+
+// ConvergeInput tunes one pass; zero values mean the store's defaults (30 s, 10 definitions).
+type ConvergeInput struct {
+	StaleUnclaimed time.Duration `json:"stale_unclaimed,omitempty"`
+	RetiredHistory int           `json:"retired_history,omitempty"`
+}
+
+// ConvergeOutput counts what one pass did (db.ConvergeResult without the instances, which
+// need not travel through the workflow history).
+type ConvergeOutput struct {
+	MissingCellClaims  int `json:"missing_cell_claims"`
+	Suspected          int `json:"suspected"`
+	SuspectsRemoved    int `json:"suspects_removed"`
+	MissingIndices     int `json:"missing_indices"`
+	ExtrasRemoved      int `json:"extras_removed"`
+	ExtrasToStop       int `json:"extras_to_stop"`
+	CrashedRestarted   int `json:"crashed_restarted"`
+	StaleUnclaimed     int `json:"stale_unclaimed"`
+	DefinitionsRetired int `json:"definitions_retired"`
+	DefinitionsPruned  int `json:"definitions_pruned"`
+	// StopsRequested is how many stop requests went to cells; StopFailed says the Stopper
+	// failed (logged, not retried: see Converge).
+	StopsRequested int  `json:"stops_requested"`
+	StopFailed     bool `json:"stop_failed,omitempty"`
+}
+
+// Converge runs one pass over the store and asks cells to stop what must stop. It is
+// idempotent: every step of the pass is, and stop requests may repeat.
+//
+// A failed stop request does not fail the activity: the database changes are committed, a
+// retry would not list the deleted records again, and what is still stored is listed again
+// by the next pass anyway; a cell also stops, on its own reconciliation, what the store no
+// longer lists (seed 003, "Harmonizing ActualLRPs with Container State").
+func (c *Converger) Converge(ctx context.Context, in ConvergeInput) (ConvergeOutput, error) {
+	if in.StaleUnclaimed < 0 || in.RetiredHistory < 0 {
+		return ConvergeOutput{}, temporal.NewNonRetryableApplicationError(
+			"converge: stale_unclaimed and retired_history must not be negative", string(model.ErrInvalidRequest), nil)
+	}
+	log := c.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	res, err := c.Store.Converge(ctx, db.ConvergeOptions{StaleUnclaimed: in.StaleUnclaimed, RetiredHistory: in.RetiredHistory})
+	if model.IsType(err, model.ErrInvalidRequest) {
+		return ConvergeOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), string(model.ErrInvalidRequest), err)
+	}
+	if err != nil {
+		return ConvergeOutput{}, err
+	}
+	out := ConvergeOutput{
+		MissingCellClaims: res.MissingCellClaims, Suspected: res.Suspected, SuspectsRemoved: res.SuspectsRemoved,
+		MissingIndices: res.MissingIndices, ExtrasRemoved: res.ExtrasRemoved, ExtrasToStop: res.ExtrasToStop,
+		CrashedRestarted: res.CrashedRestarted, StaleUnclaimed: res.StaleUnclaimed,
+		DefinitionsRetired: res.DefinitionsRetired, DefinitionsPruned: res.DefinitionsPruned,
+	}
+	if len(res.ToStop) > 0 {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		if c.Stopper == nil {
+			for _, a := range res.ToStop {
+				log.Warn("no stopper configured: instance left running",
+					zap.String("process_guid", a.ProcessGUID), zap.String("definition_id", a.DefinitionID),
+					zap.Int32("index", a.Index), zap.String("cell_id", a.CellID), zap.String("presence", a.Presence))
+			}
+		} else if err := c.Stopper.StopInstances(ctx, res.ToStop); err != nil {
+			out.StopFailed = true
+			log.Warn("stop requests failed; the next pass asks again", zap.Int("instances", len(res.ToStop)), zap.Error(err))
+		} else {
+			out.StopsRequested = len(res.ToStop)
+		}
+	}
+	log.Info("converged",
+		zap.Int("missing_cell_claims", out.MissingCellClaims), zap.Int("suspected", out.Suspected),
+		zap.Int("suspects_removed", out.SuspectsRemoved), zap.Int("missing_indices", out.MissingIndices),
+		zap.Int("extras_removed", out.ExtrasRemoved), zap.Int("extras_to_stop", out.ExtrasToStop),
+		zap.Int("crashed_restarted", out.CrashedRestarted), zap.Int("stale_unclaimed", out.StaleUnclaimed),
+		zap.Int("definitions_retired", out.DefinitionsRetired), zap.Int("definitions_pruned", out.DefinitionsPruned),
+		zap.Int("stops_requested", out.StopsRequested))
+	return out, nil
+}

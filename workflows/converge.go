@@ -1,0 +1,136 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/updatable-lrps/bbs/activities"
+	"github.com/updatable-lrps/bbs/model"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+const (
+	// ConvergenceScheduleID is the Temporal Schedule that runs ConvergeWorkflow. One
+	// schedule, and overlap SKIP, give the single converger BBS gets from a Locket lock.
+	ConvergenceScheduleID = "bbs-convergence"
+	// ConvergeWorkflowID is the id of the scheduled runs (Temporal appends the scheduled time).
+	ConvergeWorkflowID = "converge"
+	// DefaultConvergenceInterval is BBS's convergence interval (ARCHITECTURE.md).
+	DefaultConvergenceInterval = 30 * time.Second
+)
+
+// ConvergeWorkflowInput tunes the pass; zero values mean the store's defaults.
+type ConvergeWorkflowInput struct {
+	StaleUnclaimed time.Duration `json:"stale_unclaimed,omitempty"`
+	RetiredHistory int           `json:"retired_history,omitempty"`
+}
+
+// ConvergeWorkflowOutput is what the pass did, as the Converge activity reported it.
+type ConvergeWorkflowOutput struct {
+	activities.ConvergeOutput
+}
+
+// ConvergeWorkflow runs one convergence pass. It is short-lived on purpose: the Schedule
+// starts a fresh run every interval, so histories stay tiny and no continue-as-new is needed.
+func ConvergeWorkflow(ctx workflow.Context, in ConvergeWorkflowInput) (ConvergeWorkflowOutput, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		// One pass over 250,000 instances takes about a second; two minutes leaves room for
+		// a loaded database without letting a stuck pass hold the schedule (overlap SKIP)
+		// for long.
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
+			MaximumAttempts:        5,
+			NonRetryableErrorTypes: []string{string(model.ErrInvalidRequest)},
+		},
+	})
+	var c *activities.Converger
+	var out ConvergeWorkflowOutput
+	err := workflow.ExecuteActivity(ctx, c.Converge, activities.ConvergeInput{
+		StaleUnclaimed: in.StaleUnclaimed,
+		RetiredHistory: in.RetiredHistory,
+	}).Get(ctx, &out.ConvergeOutput)
+	return out, err
+}
+
+// EnsureConvergenceSchedule creates the convergence Schedule, or brings an existing one to
+// this interval and task queue. Every worker calls it at start, so it must be idempotent.
+func EnsureConvergenceSchedule(ctx context.Context, c client.Client, every time.Duration, taskQueue string) error {
+	if every <= 0 {
+		return fmt.Errorf("convergence interval must be positive, got %v", every)
+	}
+	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}}
+	action := &client.ScheduleWorkflowAction{
+		ID:        ConvergeWorkflowID,
+		Workflow:  ConvergeWorkflow,
+		Args:      []any{ConvergeWorkflowInput{}},
+		TaskQueue: taskQueue,
+		// A run that outlives a few intervals is stuck; ending it lets the schedule go on.
+		WorkflowExecutionTimeout: 10 * time.Minute,
+	}
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:      ConvergenceScheduleID,
+		Spec:    spec,
+		Action:  action,
+		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		// Passes missed while Temporal was down are not worth catching up: the next one
+		// converges everything anyway.
+		CatchupWindow: time.Minute,
+	})
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return fmt.Errorf("create convergence schedule: %w", err)
+	}
+	h := c.ScheduleClient().GetHandle(ctx, ConvergenceScheduleID)
+	err = h.Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(u client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+		s := u.Description.Schedule
+		current, _ := s.Action.(*client.ScheduleWorkflowAction)
+		if current != nil && current.TaskQueue == taskQueue && sameIntervals(s.Spec, spec) {
+			return nil, temporal.ErrSkipScheduleUpdate
+		}
+		if current != nil {
+			// Keep the stored action (its arguments are already encoded) and change only
+			// where it runs.
+			current.TaskQueue = taskQueue
+		} else {
+			s.Action = action
+		}
+		s.Spec = &spec
+		return &client.ScheduleUpdate{Schedule: &s}, nil
+	}})
+	if err != nil {
+		return fmt.Errorf("update convergence schedule: %w", err)
+	}
+	return nil
+}
+
+func sameIntervals(got *client.ScheduleSpec, want client.ScheduleSpec) bool {
+	if got == nil || len(got.Calendars) > 0 || len(got.CronExpressions) > 0 {
+		return false
+	}
+	return slices.Equal(got.Intervals, want.Intervals)
+}
+
+// TriggerConvergence asks for a pass now, for instance when a cell disappears (ARCHITECTURE.md:
+// "convergence runs every 30 s and at once when a cell disappears"). A pass already running
+// may have read the store before the cell went, so the trigger is buffered behind it rather
+// than skipped.
+func TriggerConvergence(ctx context.Context, c client.Client) error {
+	err := c.ScheduleClient().GetHandle(ctx, ConvergenceScheduleID).Trigger(ctx, client.ScheduleTriggerOptions{
+		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE,
+	})
+	if err != nil {
+		return fmt.Errorf("trigger convergence: %w", err)
+	}
+	return nil
+}
