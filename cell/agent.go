@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,13 @@ type Config struct {
 	PlacementTags []string
 	// ListenAddr is where the cell's own API listens (loopback by default: it runs commands).
 	ListenAddr string
+	// Listener, when set, is used instead of ListenAddr (e.g. a mutual-TLS listener), and
+	// AdvertiseScheme ("http" or "https") is how others reach it.
+	Listener        net.Listener
+	AdvertiseScheme string
+	// AdvertiseURL overrides the announced address (a listener on 0.0.0.0 is not reachable
+	// under that name).
+	AdvertiseURL string
 	// HeartbeatInterval and PresenceTTL keep the cell's presence fresh; defaults 3 s and 10 s.
 	HeartbeatInterval, PresenceTTL time.Duration
 	// PollInterval is how often every container is reconciled with the BBS; default 5 s.
@@ -104,11 +112,21 @@ func (a *Agent) Drain() { a.drainOnce.Do(func() { close(a.drainStart) }) }
 // Run serves the cell until ctx ends (a quick stop: containers stopped, presence withdrawn)
 // or a drain completes. ready, when non-nil, receives the rep URL once the cell is announced.
 func (a *Agent) Run(ctx context.Context, ready func(repURL string)) error {
-	ln, err := net.Listen("tcp", a.cfg.ListenAddr)
-	if err != nil {
-		return err
+	ln := a.cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", a.cfg.ListenAddr); err != nil {
+			return err
+		}
 	}
-	a.repURL = "http://" + ln.Addr().String()
+	scheme := a.cfg.AdvertiseScheme
+	if scheme == "" {
+		scheme = "http"
+	}
+	a.repURL = scheme + "://" + ln.Addr().String()
+	if a.cfg.AdvertiseURL != "" {
+		a.repURL = strings.TrimRight(a.cfg.AdvertiseURL, "/")
+	}
 	srv := &http.Server{Handler: a.routes(), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	defer srv.Close()

@@ -22,6 +22,8 @@ func runAPICommand(ctx context.Context, args []string) error {
 	logLevel := fs.String("log-level", envOr("BBS_LOG_LEVEL", "info"), "debug, info, warn or error [BBS_LOG_LEVEL]")
 	var tlsOpts tlsFlags
 	tlsOpts.register(fs)
+	var peerTLS clientTLSFlags
+	peerTLS.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -39,7 +41,11 @@ func runAPICommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer store.Close()
-	a, err := startAPI(ctx, store, *listenAddr, tlsOpts, log)
+	cellTLS, err := peerTLS.config()
+	if err != nil {
+		return err
+	}
+	a, err := startAPI(ctx, store, *listenAddr, tlsOpts, cell.NewClient(cellTLS), log)
 	if err != nil {
 		return err
 	}
@@ -80,13 +86,13 @@ type runningAPI struct {
 
 // startAPI serves the API on addr. It answers Unavailable until the migrations, which it
 // applies under an advisory lock, are in place.
-func startAPI(ctx context.Context, store *db.Store, addr string, tlsOpts tlsFlags, log *zap.Logger) (*runningAPI, error) {
+func startAPI(ctx context.Context, store *db.Store, addr string, tlsOpts tlsFlags, cells *cell.Client, log *zap.Logger) (*runningAPI, error) {
 	ln, isTLS, err := listen(addr, tlsOpts)
 	if err != nil {
 		return nil, err
 	}
 	hub := events.NewHub(store, store.URL(), events.Options{}, log)
-	stopper := &cell.Stopper{Cells: store, Client: cell.NewClient(nil)}
+	stopper := &cell.Stopper{Cells: store, Client: cells}
 	server := api.NewServer(store, stopper, log).WithEvents(hub)
 	a := &runningAPI{
 		http: &http.Server{

@@ -32,6 +32,7 @@ func runCellCommand(ctx context.Context, args []string) error {
 	containers := fs.Int("containers", envInt("BBS_CELL_CONTAINERS", 100), "container capacity [BBS_CELL_CONTAINERS]")
 	tags := fs.String("placement-tags", envOr("BBS_CELL_PLACEMENT_TAGS", ""), "comma-separated placement tags [BBS_CELL_PLACEMENT_TAGS]")
 	listenAddr := fs.String("listen", envOr("BBS_CELL_LISTEN_ADDR", "127.0.0.1:0"), "the cell's own API [BBS_CELL_LISTEN_ADDR]")
+	advertise := fs.String("advertise-url", envOr("BBS_CELL_ADVERTISE_URL", ""), "how others reach the cell's API, when not its listen address (e.g. https://cell-z1:1800) [BBS_CELL_ADVERTISE_URL]")
 	apiURL := fs.String("api-url", envOr("BBS_API_URL", "http://127.0.0.1:8889"), "the BBS API [BBS_API_URL]")
 	kind := fs.String("executor", envOr("BBS_CELL_EXECUTOR", "process"), "process (real local processes) or sim (simulated instances) [BBS_CELL_EXECUTOR]")
 	workDir := fs.String("work-dir", envOr("BBS_CELL_WORK_DIR", ""), "where process instances get their directories (default: a temporary directory)")
@@ -42,6 +43,10 @@ func runCellCommand(ctx context.Context, args []string) error {
 	grace := fs.Duration("stop-grace", 10*time.Second, "SIGTERM → SIGKILL grace period for instances")
 	evacTimeout := fs.Duration("evacuation-timeout", 10*time.Minute, "longest drain")
 	logLevel := fs.String("log-level", envOr("BBS_LOG_LEVEL", "info"), "debug, info, warn or error [BBS_LOG_LEVEL]")
+	var serverTLS tlsFlags
+	serverTLS.register(fs)
+	var clientTLS clientTLSFlags
+	clientTLS.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -79,16 +84,29 @@ func runCellCommand(ctx context.Context, args []string) error {
 		return fmt.Errorf("--executor %q: want process or sim", *kind)
 	}
 	exec := executor.New(backend, cfg, log)
+	// The cell runs whatever command it is handed: beyond loopback only mutual TLS will do.
+	ln, isTLS, err := listen(*listenAddr, serverTLS)
+	if err != nil {
+		return err
+	}
+	scheme := "http"
+	if isTLS {
+		scheme = "https"
+	}
+	apiTLS, err := clientTLS.config()
+	if err != nil {
+		return err
+	}
 	var placementTags []string
 	if *tags != "" {
 		placementTags = strings.Split(*tags, ",")
 	}
 	agent := cell.New(cell.Config{
-		ID: *id, Zone: *zone, PlacementTags: placementTags, ListenAddr: *listenAddr,
+		ID: *id, Zone: *zone, PlacementTags: placementTags, Listener: ln, AdvertiseScheme: scheme, AdvertiseURL: *advertise,
 		Capacity:          model.CellCapacity{MemoryMB: int32(*memory), DiskMB: int32(*disk), Containers: int32(*containers)},
 		PollInterval:      *pollEvery,
 		EvacuationTimeout: *evacTimeout,
-	}, bbsclient.New(*apiURL, nil), exec, log)
+	}, bbsclient.New(*apiURL, apiTLS), exec, log)
 
 	drain := make(chan os.Signal, 1)
 	signal.Notify(drain, syscall.SIGTERM)

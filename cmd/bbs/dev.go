@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/updatable-lrps/bbs/cell"
 	"github.com/updatable-lrps/bbs/internal/pgcluster"
 	"github.com/updatable-lrps/bbs/internal/temporaldev"
 	"github.com/updatable-lrps/bbs/worker"
@@ -98,7 +99,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer store.Close()
-	a, err := startAPI(ctx, store, *apiAddr, tlsFlags{}, log)
+	a, err := startAPI(ctx, store, *apiAddr, tlsFlags{}, cell.NewClient(nil), log)
 	if err != nil {
 		return err
 	}
@@ -107,7 +108,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 		a.stop()
 	}()
 	tf := temporalFlags{address: ts.Address(), namespace: "default"}
-	w, c, err := startWorker(ctx, tf, store, *convergeEvery, log)
+	w, c, err := startWorker(ctx, tf, store, *convergeEvery, cell.NewClient(nil), log)
 	if err != nil {
 		return err
 	}

@@ -75,3 +75,41 @@ func (t *tlsFlags) config() (*tls.Config, error) {
 		MinVersion:   tls.VersionTLS12,
 	}, nil
 }
+
+// clientTLSFlags are what a client needs to call a mutual-TLS peer (the API, a cell): the
+// CA that signs the peer's certificate and our own certificate.
+type clientTLSFlags struct {
+	caFile, certFile, keyFile string
+}
+
+func (t *clientTLSFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&t.caFile, "peer-ca", envOr("BBS_PEER_CA_FILE", ""), "CA of the certificates of the API and cells we call (PEM) [BBS_PEER_CA_FILE]")
+	fs.StringVar(&t.certFile, "client-cert", envOr("BBS_CLIENT_CERT_FILE", ""), "client certificate for mutual TLS (PEM) [BBS_CLIENT_CERT_FILE]")
+	fs.StringVar(&t.keyFile, "client-key", envOr("BBS_CLIENT_KEY_FILE", ""), "client private key (PEM) [BBS_CLIENT_KEY_FILE]")
+}
+
+// config is nil when no client TLS is configured (a plain loopback API).
+func (t *clientTLSFlags) config() (*tls.Config, error) {
+	if t.caFile == "" && t.certFile == "" && t.keyFile == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if t.caFile != "" {
+		pem, err := os.ReadFile(t.caFile)
+		if err != nil {
+			return nil, fmt.Errorf("read peer CA: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("no certificate found in %s", t.caFile)
+		}
+	}
+	if t.certFile != "" || t.keyFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.certFile, t.keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("load client key pair: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}

@@ -44,6 +44,8 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 	logLevel := fs.String("log-level", envOr("BBS_LOG_LEVEL", "info"), "debug, info, warn or error [BBS_LOG_LEVEL]")
 	var tf temporalFlags
 	tf.register(fs)
+	var peerTLS clientTLSFlags
+	peerTLS.register(fs)
 	every := fs.Duration("convergence-interval", envDuration("BBS_CONVERGENCE_INTERVAL", workflows.DefaultConvergenceInterval), "how often convergence runs [BBS_CONVERGENCE_INTERVAL]")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -65,7 +67,11 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
-	w, c, err := startWorker(ctx, tf, store, *every, log)
+	cellTLS, err := peerTLS.config()
+	if err != nil {
+		return err
+	}
+	w, c, err := startWorker(ctx, tf, store, *every, cell.NewClient(cellTLS), log)
 	if err != nil {
 		return err
 	}
@@ -79,12 +85,12 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 // convergence schedule runs every `every`, and runs placement (which leads in one worker
 // process at a time) and the cell watch (which triggers convergence when a cell vanishes)
 // until ctx ends.
-func startWorker(ctx context.Context, tf temporalFlags, store *db.Store, every time.Duration, log *zap.Logger) (sdkworker.Worker, client.Client, error) {
+func startWorker(ctx context.Context, tf temporalFlags, store *db.Store, every time.Duration, cells *cell.Client, log *zap.Logger) (sdkworker.Worker, client.Client, error) {
 	c, err := tf.dial(ctx, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	stopper := &cell.Stopper{Cells: store, Client: cell.NewClient(nil)}
+	stopper := &cell.Stopper{Cells: store, Client: cells}
 	w := worker.New(c, worker.Deps{Store: store, Stopper: stopper, Log: log})
 	if err := w.Start(); err != nil {
 		c.Close()
@@ -102,7 +108,7 @@ func startWorker(ctx context.Context, tf temporalFlags, store *db.Store, every t
 		}
 	})
 	log.Info("worker polling", zap.String("task_queue", worker.TaskQueue), zap.String("temporal", tf.address))
-	placement := auctioneer.New(store, cell.NewClient(nil), auctioneer.Options{}, log)
+	placement := auctioneer.New(store, cells, auctioneer.Options{}, log)
 	go func() {
 		if err := placement.Run(ctx); err != nil {
 			log.Error("placement stopped", zap.Error(err))
