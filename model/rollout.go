@@ -51,3 +51,13 @@ type RolloutFilter struct {
 	// Active, when true, keeps only rollouts in progress.
 	Active bool `json:"active,omitempty"`
 }
+
+// RolloutProgress is where a rollout's walk stands.
+type RolloutProgress struct {
+	State            string  `json:"state"`
+	CurrentIndex     int32   `json:"current_index"`
+	UpdatedInstances int32   `json:"updated_instances"`
+	Instances        int32   `json:"instances"`
+	GivenUpIndices   []int32 `json:"given_up_indices"`
+	RunID            string  `json:"run_id,omitempty"`
+}

@@ -1,0 +1,40 @@
+package activities
+
+import (
+	"context"
+
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// RolloutStore is what the rollout activities need of the database (implemented by
+// *db.Store). Every method is idempotent, because Temporal retries activities.
+type RolloutStore interface {
+	// RolloutByID returns a rollout row.
+	RolloutByID(ctx context.Context, id string) (*model.Rollout, error)
+	// DesiredInstances returns the LRP's desired instance count and its healthy definition;
+	// exists is false once the LRP has been removed.
+	DesiredInstances(ctx context.Context, guid string) (instances int32, healthy string, exists bool, err error)
+	// DesireInstance makes sure an ORDINARY instance of definition def exists at index
+	// (creating it UNCLAIMED for placement) and returns it.
+	DesireInstance(ctx context.Context, guid, def string, index int32) (*model.ActualLRP, error)
+	// Instance returns the ORDINARY instance of def at index, or a ResourceNotFound error.
+	Instance(ctx context.Context, guid, def string, index int32) (*model.ActualLRP, error)
+	// RetireOthers retires every ORDINARY instance at index whose definition is not keep:
+	// UNCLAIMED and CRASHED ones are deleted, CLAIMED and RUNNING ones are returned for their
+	// cells to stop (their records go when the cells report the stop).
+	RetireOthers(ctx context.Context, guid, keep string, index int32) ([]model.ActualLRP, error)
+	// RetireInstance retires the ORDINARY instance of def at index the same way (a flaky
+	// index given up), returning it when its cell must stop it.
+	RetireInstance(ctx context.Context, guid, def string, index int32) ([]model.ActualLRP, error)
+	// RecordRolloutProgress stores where the walk is.
+	RecordRolloutProgress(ctx context.Context, id string, p model.RolloutProgress) error
+	// BeginCancel turns a rollout into a walk back: state canceling, the LRP's active (and
+	// healthy) definition back to the rollout's from definition.
+	BeginCancel(ctx context.Context, id string) error
+	// FinishRollout ends a rollout in state (completed, canceled or failed) with reason:
+	// completed and canceled clear the LRP's previous definition.
+	FinishRollout(ctx context.Context, id, state, reason string) error
+	// PruneDefinition retires def from the LRP's definitions map when no instance runs it and
+	// the LRP does not name it (seed 000); pruned says whether it did.
+	PruneDefinition(ctx context.Context, guid, def string) (pruned bool, err error)
+}
