@@ -243,6 +243,18 @@ func (s *Store) CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik m
 			out = after
 			return appendEvents(ctx, tx, event(model.EventActualLRPCrashed, after), event(model.EventActualLRPRemoved, before))
 		}
+		// Seed 000: a restart outside the rolling walk uses the healthy definition — unless
+		// another instance holds this index (the walk is replacing it right now).
+		if target, err := restartDefinition(ctx, tx, &before); err != nil {
+			return err
+		} else if target != before.DefinitionID {
+			if _, err := tx.ExecContext(ctx, `UPDATE actual_lrps SET definition_id = $5
+WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND presence = $4`,
+				before.ProcessGUID, before.DefinitionID, before.Index, before.Presence, target); err != nil {
+				return err
+			}
+			after.DefinitionID = target
+		}
 		if out, err = writeInstance(ctx, tx, &after); err != nil {
 			return err
 		}
@@ -325,4 +337,20 @@ func (s *Store) RemoveActualLRP(ctx context.Context, key model.ActualLRPKey, pre
 		}
 		return appendEvents(ctx, tx, event(model.EventActualLRPRemoved, a))
 	})
+}
+
+// restartDefinition is the definition a crashed instance restarts with: the LRP's healthy
+// definition when it has one (live) and no other ordinary instance shares the index, else
+// the instance's own.
+func restartDefinition(ctx context.Context, tx *sqlx.Tx, a *model.ActualLRP) (string, error) {
+	var healthy sql.NullString
+	err := tx.GetContext(ctx, &healthy, `SELECT l.healthy_definition_id FROM desired_lrps l
+JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.definition_id = l.healthy_definition_id AND d.live
+WHERE l.process_guid = $1
+  AND NOT EXISTS (SELECT 1 FROM actual_lrps o WHERE o.process_guid = $1 AND o.instance_index = $2
+      AND o.presence = 'ORDINARY' AND o.definition_id <> $3)`, a.ProcessGUID, a.Index, a.DefinitionID)
+	if err == sql.ErrNoRows || (err == nil && !healthy.Valid) {
+		return a.DefinitionID, nil
+	}
+	return healthy.String, err
 }

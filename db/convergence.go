@@ -71,7 +71,7 @@ func (s *Store) Converge(ctx context.Context, opts ConvergeOptions) (*ConvergeRe
 		opts.StaleUnclaimed = 30 * time.Second
 	}
 	if opts.RetiredHistory == 0 {
-		opts.RetiredHistory = 10
+		opts.RetiredHistory = defaultRetiredHistory
 	}
 	res := &ConvergeResult{}
 	// Suspects go first: a suspect whose replacement runs must be gone before that
@@ -306,9 +306,25 @@ WHERE state = 'UNCLAIMED' AND since < $1`, s.nowNanos()-int64(age))
 // LRPDeployment's definitions map is read, not streamed.
 func (s *Store) pruneDefinitions(ctx context.Context, res *ConvergeResult, keep int) error {
 	return s.inTx(ctx, func(tx *sqlx.Tx) error {
-		r, err := tx.ExecContext(ctx, `UPDATE lrp_definitions d SET live = false, retired_at = now()
+		var err error
+		if res.DefinitionsRetired, err = retireUnused(ctx, tx, "", ""); err != nil {
+			return err
+		}
+		res.DefinitionsPruned, err = trimRetired(ctx, tx, "", keep)
+		return err
+	})
+}
+
+// defaultRetiredHistory is how many retired definitions each LRP keeps for rollback.
+const defaultRetiredHistory = 10
+
+// retireUnused retires the live definitions nothing uses — of one LRP and one definition
+// when guid and def are given, else of all.
+func retireUnused(ctx context.Context, tx *sqlx.Tx, guid, def string) (int, error) {
+	r, err := tx.ExecContext(ctx, `UPDATE lrp_definitions d SET live = false, retired_at = now()
 FROM desired_lrps l
 WHERE d.process_guid = l.process_guid AND d.live
+  AND ($1 = '' OR d.process_guid = $1) AND ($2 = '' OR d.definition_id = $2)
   AND d.definition_id <> l.active_definition_id
   AND d.definition_id IS DISTINCT FROM l.healthy_definition_id
   AND d.definition_id IS DISTINCT FROM l.previous_definition_id
@@ -316,29 +332,28 @@ WHERE d.process_guid = l.process_guid AND d.live
       WHERE a.process_guid = d.process_guid AND a.definition_id = d.definition_id)
   AND NOT EXISTS (SELECT 1 FROM rollouts r WHERE r.process_guid = d.process_guid
       AND r.state IN ('active', 'paused', 'canceling')
-      AND d.definition_id IN (r.from_definition_id, r.to_definition_id))`)
-		if err != nil {
-			return err
-		}
-		res.DefinitionsRetired, err = affected(r)
-		if err != nil {
-			return err
-		}
-		// A retired definition an instance still names (only a stray cell report makes one)
-		// is kept, so the instance can still be read and stopped.
-		r, err = tx.ExecContext(ctx, `DELETE FROM lrp_definitions d USING (
+      AND d.definition_id IN (r.from_definition_id, r.to_definition_id))`, guid, def)
+	if err != nil {
+		return 0, err
+	}
+	return affected(r)
+}
+
+// trimRetired deletes retired definitions beyond the newest keep of each LRP (of one LRP when
+// guid is given). A retired definition an instance still names (only a stray cell report
+// makes one) is kept, so the instance can still be read and stopped.
+func trimRetired(ctx context.Context, tx *sqlx.Tx, guid string, keep int) (int, error) {
+	r, err := tx.ExecContext(ctx, `DELETE FROM lrp_definitions d USING (
     SELECT process_guid, definition_id, row_number() OVER (PARTITION BY process_guid
         ORDER BY retired_at DESC, created_at DESC, definition_id DESC) AS n
-    FROM lrp_definitions WHERE NOT live) old
+    FROM lrp_definitions WHERE NOT live AND ($2 = '' OR process_guid = $2)) old
 WHERE d.process_guid = old.process_guid AND d.definition_id = old.definition_id AND old.n > $1
   AND NOT EXISTS (SELECT 1 FROM actual_lrps a
-      WHERE a.process_guid = d.process_guid AND a.definition_id = d.definition_id)`, keep)
-		if err != nil {
-			return err
-		}
-		res.DefinitionsPruned, err = affected(r)
-		return err
-	})
+      WHERE a.process_guid = d.process_guid AND a.definition_id = d.definition_id)`, keep, guid)
+	if err != nil {
+		return 0, err
+	}
+	return affected(r)
 }
 
 func affected(r interface{ RowsAffected() (int64, error) }) (int, error) {

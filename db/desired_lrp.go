@@ -276,56 +276,65 @@ func (s *Store) UpdateDesiredLRP(ctx context.Context, guid string, u *model.Desi
 		if res.Before, err = s.desiredInTx(ctx, tx, guid); err != nil {
 			return err
 		}
-		set := *row
-		if u.Instances != nil {
-			set.Instances = *u.Instances
-		}
-		if u.Annotation != nil {
-			set.Annotation = *u.Annotation
-		}
-		if u.Routes != nil {
-			if set.Routes, err = marshalJSONMap(*u.Routes); err != nil {
-				return err
-			}
-		}
-		if u.MetricTags != nil {
-			if set.MetricTags, err = marshalJSONMap(*u.MetricTags); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `
-UPDATE desired_lrps SET instances = $2, routes = $3, annotation = $4, metric_tags = $5,
-    modification_index = modification_index + 1, updated_at = now()
-WHERE process_guid = $1`, guid, set.Instances, set.Routes, set.Annotation, set.MetricTags); err != nil {
+		events, err := s.applyUpdate(ctx, tx, row, u, &res)
+		if err != nil {
 			return err
-		}
-		var created, removed []model.ActualLRP
-		if set.Instances > row.Instances {
-			def := row.ActiveDefinitionID
-			if row.HealthyDefinitionID.Valid {
-				def = row.HealthyDefinitionID.String
-			}
-			if created, err = s.createMissingInstances(ctx, tx, guid, row.Domain, def, set.Instances); err != nil {
-				return err
-			}
-		}
-		if set.Instances < row.Instances {
-			if removed, res.ToStop, err = s.retireIndicesFrom(ctx, tx, guid, set.Instances); err != nil {
-				return err
-			}
 		}
 		if res.After, err = s.desiredInTx(ctx, tx, guid); err != nil {
 			return err
 		}
-		events := []pendingEvent{changed(model.EventDesiredLRPChanged, res.Before, res.After)}
-		events = append(events, instanceEvents(model.EventActualLRPCreated, created)...)
-		events = append(events, instanceEvents(model.EventActualLRPRemoved, removed)...)
-		return appendEvents(ctx, tx, events...)
+		return appendEvents(ctx, tx, append([]pendingEvent{changed(model.EventDesiredLRPChanged, res.Before, res.After)}, events...)...)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &res, nil
+}
+
+// applyUpdate writes u's instances, routes, annotation and metric tags on the locked row
+// (bumping the modification tag), creates or retires instances for a new count, and returns
+// the instance events; the CLAIMED or RUNNING instances to stop go to res.ToStop.
+func (s *Store) applyUpdate(ctx context.Context, tx *sqlx.Tx, row *desiredRow, u *model.DesiredLRPUpdate, res *UpdateResult) ([]pendingEvent, error) {
+	set := *row
+	var err error
+	if u.Instances != nil {
+		set.Instances = *u.Instances
+	}
+	if u.Annotation != nil {
+		set.Annotation = *u.Annotation
+	}
+	if u.Routes != nil {
+		if set.Routes, err = marshalJSONMap(*u.Routes); err != nil {
+			return nil, err
+		}
+	}
+	if u.MetricTags != nil {
+		if set.MetricTags, err = marshalJSONMap(*u.MetricTags); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `
+UPDATE desired_lrps SET instances = $2, routes = $3, annotation = $4, metric_tags = $5,
+    modification_index = modification_index + 1, updated_at = now()
+WHERE process_guid = $1`, row.ProcessGUID, set.Instances, set.Routes, set.Annotation, set.MetricTags); err != nil {
+		return nil, err
+	}
+	var created, removed []model.ActualLRP
+	if set.Instances > row.Instances {
+		def := row.ActiveDefinitionID
+		if row.HealthyDefinitionID.Valid {
+			def = row.HealthyDefinitionID.String
+		}
+		if created, err = s.createMissingInstances(ctx, tx, row.ProcessGUID, row.Domain, def, set.Instances); err != nil {
+			return nil, err
+		}
+	}
+	if set.Instances < row.Instances {
+		if removed, res.ToStop, err = s.retireIndicesFrom(ctx, tx, row.ProcessGUID, set.Instances); err != nil {
+			return nil, err
+		}
+	}
+	return append(instanceEvents(model.EventActualLRPCreated, created), instanceEvents(model.EventActualLRPRemoved, removed)...), nil
 }
 
 func (s *Store) desiredInTx(ctx context.Context, tx *sqlx.Tx, guid string) (*model.DesiredLRP, error) {

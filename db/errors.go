@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 
+	"github.com/google/uuid"
 	"github.com/lib/pq"
 	"github.com/updatable-lrps/bbs/model"
 )
@@ -48,4 +49,14 @@ func mapError(err error) error {
 // notFound is the ResourceNotFound error for a thing named by what and id.
 func notFound(what, id string) error {
 	return model.Errorf(model.ErrResourceNotFound, "%s %q not found", what, id)
+}
+
+// uuidOrInvalid checks an id that must be a UUID, so that a malformed one is a clear
+// InvalidRequest rather than a database error.
+func uuidOrInvalid(id string) (uuid.UUID, error) {
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return u, model.Errorf(model.ErrInvalidRequest, "%q is not a rollout id", id)
+	}
+	return u, nil
 }

@@ -1,0 +1,151 @@
+package db_test
+
+import (
+	"testing"
+
+	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/internal/dbtest"
+	"github.com/updatable-lrps/bbs/model"
+)
+
+func newDef(id string) *model.LRPDefinition {
+	d := newLRP("x", 1).LRPDefinition
+	d.DefinitionID = id
+	d.MemoryMB = 64
+	return &d
+}
+
+func TestStartRolloutUpdateSupersedeAndErrors(t *testing.T) {
+	s := dbtest.NewStore(t)
+	desire(t, s, newLRP("app", 3))
+
+	st, err := s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindUpdate, Definition: newDef("v2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := st.Rollout
+	if r.FromDefinitionID != "app" || r.ToDefinitionID != "v2" || r.State != model.RolloutActive || r.Instances != 3 || r.WorkflowID != "rollout:app" {
+		t.Fatalf("rollout = %+v", r)
+	}
+	if st.Desired.DefinitionID != "v2" || st.Desired.PreviousDefinitionID != "app" || st.Desired.MemoryMB != 64 {
+		t.Fatalf("desired during the rollout = %+v", st.Desired)
+	}
+	// Seed 001: another update while one is in progress is refused.
+	_, err = s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindUpdate, Definition: newDef("v3")})
+	wantType(t, err, model.ErrUpdateInProgress)
+	// Seed 000: through LRPDeployments it supersedes, walking from the last complete definition.
+	st, err = s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindUpdate, Definition: newDef("v3"), Supersede: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Superseded == nil || st.Superseded.State != model.RolloutSuperseded || st.Rollout.FromDefinitionID != "app" || st.Rollout.ToDefinitionID != "v3" {
+		t.Fatalf("supersede: %+v / %+v", st.Superseded, st.Rollout)
+	}
+	// A definition id is never reused within an LRP.
+	_, err = s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindUpdate, Definition: newDef("v2"), Supersede: true})
+	wantType(t, err, model.ErrResourceExists)
+	_, err = s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "missing", Kind: model.RolloutKindUpdate, Definition: newDef("v9")})
+	wantType(t, err, model.ErrResourceNotFound)
+	if n := count(t, s, `SELECT count(*) FROM rollouts WHERE state IN ('active','paused','canceling')`); n != 1 {
+		t.Fatalf("rollouts in progress = %d", n)
+	}
+}
+
+func TestRollbackAndActivateTargets(t *testing.T) {
+	s := dbtest.NewStore(t)
+	desire(t, s, newLRP("app", 1))
+	addDefinition(t, s, "app", "old")
+	exec(t, s, `UPDATE lrp_definitions SET live = false, retired_at = now() WHERE definition_id = 'old'`)
+
+	_, err := s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindRollback, DefinitionID: "pruned"})
+	wantType(t, err, model.ErrResourceNotFound)
+	_, err = s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindActivate, DefinitionID: "old"})
+	wantType(t, err, model.ErrResourceNotFound) // activation names a definition of the map only
+	_, err = s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindRollback, DefinitionID: "app"})
+	wantType(t, err, model.ErrInvalidRequest)
+
+	st, err := s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindRollback, DefinitionID: "old"})
+	if err != nil || st.Rollout.Kind != model.RolloutKindRollback || st.Rollout.ToDefinitionID != "old" {
+		t.Fatalf("rollback: %+v %v", st, err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM lrp_definitions WHERE definition_id = 'old' AND live`); n != 1 {
+		t.Fatal("a rollback must bring the retired definition back into the map")
+	}
+}
+
+func TestWalkStepsAreIdempotent(t *testing.T) {
+	s := dbtest.NewStore(t)
+	desire(t, s, newLRP("app", 2))
+	makeRunning(t, s, "app", "app", 0)
+	st, err := s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindUpdate, Definition: newDef("v2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := st.Rollout.ID
+	for i := 0; i < 2; i++ {
+		a, err := s.DesireInstance(ctx, "app", "v2", 0)
+		if err != nil || a.State != model.StateUnclaimed || a.DefinitionID != "v2" {
+			t.Fatalf("desire instance (%d): %+v %v", i, a, err)
+		}
+	}
+	if n := count(t, s, `SELECT count(*) FROM actual_lrps WHERE instance_index = 0`); n != 2 {
+		t.Fatalf("index 0 holds %d instances, want old and new", n)
+	}
+	// The new instance runs: the old one at its index is handed to its cell.
+	if _, err := s.StartActualLRP(ctx, model.ActualLRPKey{ProcessGUID: "app", DefinitionID: "v2", Index: 0, Domain: "cf-apps"}, cellB, net, nil); err != nil {
+		t.Fatal(err)
+	}
+	if dep, _ := s.LRPDeploymentByProcessGUID(ctx, "app"); dep.HealthyDefinitionID != "v2" {
+		t.Fatalf("healthy = %q after the new definition ran", dep.HealthyDefinitionID)
+	}
+	stop, err := s.RetireOthers(ctx, "app", "v2", 0)
+	if err != nil || len(stop) != 1 || stop[0].DefinitionID != "app" || stop[0].CellID != "cell-1" {
+		t.Fatalf("retire others = %+v %v", stop, err)
+	}
+	if err := s.RecordRolloutProgress(ctx, id, model.RolloutProgress{State: model.RolloutActive, CurrentIndex: 1, UpdatedInstances: 1, Instances: 2, GivenUpIndices: []int32{}}); err != nil {
+		t.Fatal(err)
+	}
+	// Cancel: back to the old definition.
+	for i := 0; i < 2; i++ {
+		if err := s.BeginCancel(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, _ := s.DesiredLRPByProcessGUID(ctx, "app")
+	if d.DefinitionID != "app" || d.PreviousDefinitionID != "v2" {
+		t.Fatalf("while canceling: active %q previous %q", d.DefinitionID, d.PreviousDefinitionID)
+	}
+	for i := 0; i < 2; i++ {
+		if err := s.FinishRollout(ctx, id, model.RolloutCanceled, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, _ = s.DesiredLRPByProcessGUID(ctx, "app")
+	r, _ := s.RolloutByID(ctx, id)
+	if d.PreviousDefinitionID != "" || r.State != model.RolloutCanceled || r.UpdatedInstances != 1 {
+		t.Fatalf("after cancel: previous %q, rollout %+v", d.PreviousDefinitionID, r)
+	}
+	// v2 still runs at index 0: not prunable yet.
+	if pruned, err := s.PruneDefinition(ctx, "app", "v2"); err != nil || pruned {
+		t.Fatalf("prune while running = %v %v", pruned, err)
+	}
+	exec(t, s, `DELETE FROM actual_lrps WHERE definition_id = 'v2'`)
+	if pruned, err := s.PruneDefinition(ctx, "app", "v2"); err != nil || !pruned {
+		t.Fatalf("prune = %v %v", pruned, err)
+	}
+	_, err = s.RolloutByID(ctx, "not-a-uuid")
+	wantType(t, err, model.ErrInvalidRequest)
+}
+
+// Seed 000: a crash outside the walk restarts with the healthy definition.
+func TestCrashRestartUsesTheHealthyDefinition(t *testing.T) {
+	s := dbtest.NewStore(t)
+	desire(t, s, newLRP("app", 2))
+	makeRunning(t, s, "app", "app", 1)
+	addDefinition(t, s, "app", "v2")
+	exec(t, s, `UPDATE desired_lrps SET active_definition_id = 'v2', healthy_definition_id = 'v2', previous_definition_id = 'app'`)
+	a, err := s.CrashActualLRP(ctx, key("app", 1), model.ActualLRPInstanceKey{InstanceGUID: "ig-1", CellID: "cell-1"}, "boom", nil)
+	if err != nil || a.DefinitionID != "v2" || a.State != model.StateUnclaimed || a.CrashCount != 1 {
+		t.Fatalf("crash = %+v %v", a, err)
+	}
+}

@@ -1,0 +1,268 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// The steps of a rollout's walk, as the rollout activities call them. Each is idempotent:
+// Temporal retries activities, so doing a step twice must leave the same state as once.
+
+// RolloutByID returns a rollout.
+func (s *Store) RolloutByID(ctx context.Context, id string) (*model.Rollout, error) {
+	if _, err := uuidOrInvalid(id); err != nil {
+		return nil, err
+	}
+	var r rolloutRow
+	err := s.db.GetContext(ctx, &r, `SELECT `+rolloutColumns+` FROM rollouts WHERE id = $1`, id)
+	if err == sql.ErrNoRows {
+		return nil, notFound("rollout", id)
+	}
+	if err != nil {
+		return nil, mapError(err)
+	}
+	ro := r.model()
+	return &ro, nil
+}
+
+// DesiredInstances returns an LRP's instance count and healthy definition; exists is false
+// once the LRP is gone.
+func (s *Store) DesiredInstances(ctx context.Context, guid string) (instances int32, healthy string, exists bool, err error) {
+	var row struct {
+		Instances int32          `db:"instances"`
+		Healthy   sql.NullString `db:"healthy_definition_id"`
+	}
+	err = s.db.GetContext(ctx, &row, `SELECT instances, healthy_definition_id FROM desired_lrps WHERE process_guid = $1`, guid)
+	if err == sql.ErrNoRows {
+		return 0, "", false, nil
+	}
+	if err != nil {
+		return 0, "", false, mapError(err)
+	}
+	return row.Instances, row.Healthy.String, true, nil
+}
+
+// DesireInstance makes sure an ORDINARY instance of def exists at index, creating it
+// UNCLAIMED (for placement) when there is none, and returns it.
+func (s *Store) DesireInstance(ctx context.Context, guid, def string, index int32) (*model.ActualLRP, error) {
+	var out model.ActualLRP
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := lockDesired(ctx, tx, guid); err != nil {
+			return err
+		}
+		if a, err := instanceInTx(ctx, tx, guid, def, index); err == nil {
+			out = *a
+			return nil
+		} else if !model.IsType(err, model.ErrResourceNotFound) {
+			return err
+		}
+		var row actualRow
+		err := tx.GetContext(ctx, &row, `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain,
+    state, since, modification_epoch)
+SELECT l.process_guid, d.definition_id, $3, l.domain, 'UNCLAIMED', $4, gen_random_uuid()::text
+FROM desired_lrps l JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.definition_id = $2 AND d.live
+WHERE l.process_guid = $1
+RETURNING `+actualColumns, guid, def, index, s.nowNanos())
+		if err == sql.ErrNoRows {
+			return model.Errorf(model.ErrResourceNotFound, "LRP %q has no live definition %q", guid, def)
+		}
+		if err != nil {
+			return err
+		}
+		if out, err = row.model(); err != nil {
+			return err
+		}
+		return appendEvents(ctx, tx, event(model.EventActualLRPCreated, out))
+	})
+	return &out, err
+}
+
+// Instance returns the ORDINARY instance of def at index.
+func (s *Store) Instance(ctx context.Context, guid, def string, index int32) (*model.ActualLRP, error) {
+	var row actualRow
+	err := s.db.GetContext(ctx, &row, `SELECT `+actualColumns+` FROM actual_lrps
+WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND presence = 'ORDINARY'`, guid, def, index)
+	if err == sql.ErrNoRows {
+		return nil, model.Errorf(model.ErrResourceNotFound, "no instance of %q definition %q at index %d", guid, def, index)
+	}
+	if err != nil {
+		return nil, mapError(err)
+	}
+	a, err := row.model()
+	return &a, err
+}
+
+func instanceInTx(ctx context.Context, tx *sqlx.Tx, guid, def string, index int32) (*model.ActualLRP, error) {
+	var row actualRow
+	err := tx.GetContext(ctx, &row, `SELECT `+actualColumns+` FROM actual_lrps
+WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND presence = 'ORDINARY' FOR UPDATE`, guid, def, index)
+	if err == sql.ErrNoRows {
+		return nil, model.Errorf(model.ErrResourceNotFound, "no instance of %q definition %q at index %d", guid, def, index)
+	}
+	if err != nil {
+		return nil, err
+	}
+	a, err := row.model()
+	return &a, err
+}
+
+// RetireOthers retires every ORDINARY instance at index not of definition keep.
+func (s *Store) RetireOthers(ctx context.Context, guid, keep string, index int32) ([]model.ActualLRP, error) {
+	return s.retireAt(ctx, guid, index, `definition_id <> $3`, keep)
+}
+
+// RetireInstance retires the ORDINARY instance of def at index.
+func (s *Store) RetireInstance(ctx context.Context, guid, def string, index int32) ([]model.ActualLRP, error) {
+	return s.retireAt(ctx, guid, index, `definition_id = $3`, def)
+}
+
+// retireAt deletes the matching UNCLAIMED and CRASHED instances at index and returns the
+// CLAIMED and RUNNING ones, which their cells must stop (the cells then remove the records).
+func (s *Store) retireAt(ctx context.Context, guid string, index int32, match, def string) ([]model.ActualLRP, error) {
+	var toStop []model.ActualLRP
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		var rows []actualRow
+		if err := tx.SelectContext(ctx, &rows, `DELETE FROM actual_lrps
+WHERE process_guid = $1 AND instance_index = $2 AND presence = 'ORDINARY' AND `+match+`
+  AND state IN ('UNCLAIMED', 'CRASHED')
+RETURNING `+actualColumns, guid, index, def); err != nil {
+			return err
+		}
+		removed, err := actualModels(rows)
+		if err != nil {
+			return err
+		}
+		rows = nil
+		if err := tx.SelectContext(ctx, &rows, `SELECT `+actualColumns+` FROM actual_lrps
+WHERE process_guid = $1 AND instance_index = $2 AND presence = 'ORDINARY' AND `+match, guid, index, def); err != nil {
+			return err
+		}
+		if toStop, err = actualModels(rows); err != nil {
+			return err
+		}
+		return appendEvents(ctx, tx, instanceEvents(model.EventActualLRPRemoved, removed)...)
+	})
+	return toStop, err
+}
+
+// RecordRolloutProgress stores where a rollout's walk is.
+func (s *Store) RecordRolloutProgress(ctx context.Context, id string, p model.RolloutProgress) error {
+	return s.inTx(ctx, func(tx *sqlx.Tx) error {
+		given := p.GivenUpIndices
+		if given == nil {
+			given = []int32{}
+		}
+		var r rolloutRow
+		err := tx.GetContext(ctx, &r, `UPDATE rollouts SET
+    state = CASE WHEN state IN ('active', 'paused', 'canceling') AND $2 IN ('active', 'paused', 'canceling') THEN $2 ELSE state END,
+    current_index = $3, updated_instances = $4, instances = $5, given_up_indices = $6,
+    run_id = CASE WHEN $7 = '' THEN run_id ELSE $7 END
+WHERE id = $1 RETURNING `+rolloutColumns, id, p.State, p.CurrentIndex, p.UpdatedInstances, p.Instances, pq.Int32Array(given), p.RunID)
+		if err == sql.ErrNoRows {
+			return notFound("rollout", id)
+		}
+		if err != nil {
+			return err
+		}
+		return appendEvents(ctx, tx, event(model.EventRolloutChanged, r.model()))
+	})
+}
+
+// BeginCancel turns a rollout in progress into a walk back to its from definition: that
+// definition becomes the LRP's active and healthy one again, the abandoned target its
+// previous one until the walk back is done.
+func (s *Store) BeginCancel(ctx context.Context, id string) error {
+	return s.inTx(ctx, func(tx *sqlx.Tx) error {
+		r, err := lockRollout(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if r.State == model.RolloutCanceling {
+			return nil
+		}
+		if !r.InProgress() {
+			return model.Errorf(model.ErrNoUpdateInProgress, "rollout %s is %s", id, r.State)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE desired_lrps SET active_definition_id = $2, healthy_definition_id = $2,
+    previous_definition_id = $3, modification_index = modification_index + 1, updated_at = now()
+WHERE process_guid = $1`, r.ProcessGUID, r.FromDefinitionID, r.ToDefinitionID); err != nil {
+			return err
+		}
+		var row rolloutRow
+		if err := tx.GetContext(ctx, &row, `UPDATE rollouts SET state = 'canceling' WHERE id = $1 RETURNING `+rolloutColumns, id); err != nil {
+			return err
+		}
+		return appendEvents(ctx, tx, event(model.EventRolloutChanged, row.model()))
+	})
+}
+
+// FinishRollout ends a rollout; a completed or canceled one clears the LRP's previous
+// definition. Finishing a finished rollout changes nothing.
+func (s *Store) FinishRollout(ctx context.Context, id, state, reason string) error {
+	if state != model.RolloutCompleted && state != model.RolloutCanceled && state != model.RolloutFailed {
+		return model.Errorf(model.ErrInvalidRequest, "a rollout cannot finish as %q", state)
+	}
+	return s.inTx(ctx, func(tx *sqlx.Tx) error {
+		r, err := lockRollout(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if !r.InProgress() {
+			return nil
+		}
+		if state != model.RolloutFailed {
+			if _, err := tx.ExecContext(ctx, `UPDATE desired_lrps SET previous_definition_id = NULL,
+    modification_index = modification_index + 1, updated_at = now()
+WHERE process_guid = $1 AND previous_definition_id IS NOT NULL`, r.ProcessGUID); err != nil {
+				return err
+			}
+		}
+		done, err := finishRolloutRow(ctx, tx, id, state, reason)
+		if err != nil {
+			return err
+		}
+		return appendEvents(ctx, tx, event(model.EventRolloutChanged, done))
+	})
+}
+
+func lockRollout(ctx context.Context, tx *sqlx.Tx, id string) (*model.Rollout, error) {
+	if _, err := uuidOrInvalid(id); err != nil {
+		return nil, err
+	}
+	var r rolloutRow
+	err := tx.GetContext(ctx, &r, `SELECT `+rolloutColumns+` FROM rollouts WHERE id = $1 FOR UPDATE`, id)
+	if err == sql.ErrNoRows {
+		return nil, notFound("rollout", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ro := r.model()
+	return &ro, nil
+}
+
+// PruneDefinition retires def from the LRP's definitions map when nothing uses it: no
+// instance runs it and the LRP does not name it (seed 000), then trims the LRP's retired
+// history to the newest ten.
+func (s *Store) PruneDefinition(ctx context.Context, guid, def string) (pruned bool, err error) {
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := lockDesired(ctx, tx, guid); err != nil {
+			return err
+		}
+		n, err := retireUnused(ctx, tx, guid, def)
+		if err != nil {
+			return err
+		}
+		pruned = n > 0
+		_, err = trimRetired(ctx, tx, guid, defaultRetiredHistory)
+		return err
+	})
+	if model.IsType(err, model.ErrResourceNotFound) {
+		return false, nil
+	}
+	return pruned, err
+}
