@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 
+	"github.com/updatable-lrps/bbs/db"
+
 	"github.com/updatable-lrps/bbs/model"
 )
 
@@ -90,10 +92,13 @@ func (s *Server) listSchedulingInfos(ctx context.Context, req *desiredLRPFilterR
 
 func (s *Server) updateDesiredLRP(ctx context.Context, req *updateDesiredLRPRequest) (desiredLRPResponse, error) {
 	if req.Update.Definition != nil {
-		if _, err := s.store.DesiredLRPByProcessGUID(ctx, req.ProcessGUID); err != nil {
+		// Seed 001: a definition update starts a rolling update; UpdateInProgress if one runs.
+		st, err := s.startRollout(ctx, db.RolloutRequest{ProcessGUID: req.ProcessGUID, Kind: model.RolloutKindUpdate,
+			Definition: req.Update.Definition, Update: withoutDefinition(req.Update)})
+		if err != nil {
 			return desiredLRPResponse{}, err
 		}
-		return desiredLRPResponse{}, errRolloutsNotImplemented
+		return desiredLRPResponse{DesiredLRP: st.Desired}, nil
 	}
 	res, err := s.store.UpdateDesiredLRP(ctx, req.ProcessGUID, req.Update)
 	if err != nil {
@@ -103,18 +108,36 @@ func (s *Server) updateDesiredLRP(ctx context.Context, req *updateDesiredLRPRequ
 	return desiredLRPResponse{DesiredLRP: res.After}, nil
 }
 
-func (s *Server) cancelUpdate(ctx context.Context, req *processGUIDRequest) (emptyResponse, error) {
-	if _, err := s.store.DesiredLRPByProcessGUID(ctx, req.ProcessGUID); err != nil {
-		return emptyResponse{}, err
+// cancelUpdate walks the updated instances back to the previous definition (seed 001).
+func (s *Server) cancelUpdate(ctx context.Context, req *processGUIDRequest) (rolloutResponse, error) {
+	d, err := s.store.DesiredLRPByProcessGUID(ctx, req.ProcessGUID)
+	if err != nil {
+		return rolloutResponse{}, err
 	}
-	return emptyResponse{}, errRolloutsNotImplemented
+	if s.rollouts == nil {
+		return rolloutResponse{}, errNoRollouts
+	}
+	r, err := s.store.RolloutByProcessGUID(ctx, req.ProcessGUID)
+	if model.IsType(err, model.ErrResourceNotFound) || (err == nil && !r.InProgress()) {
+		return rolloutResponse{}, model.Errorf(model.ErrNoUpdateInProgress, "LRP %q has no update in progress", req.ProcessGUID)
+	}
+	if err != nil {
+		return rolloutResponse{}, err
+	}
+	if err := s.rollouts.CancelRollout(ctx, r, d.Domain); err != nil {
+		return rolloutResponse{}, model.Errorf(model.ErrUnavailable, "could not signal the rollout workflow: %v", err)
+	}
+	return rolloutResponse{Rollout: r}, nil
 }
 
-func (s *Server) rollback(ctx context.Context, req *rollbackRequest) (emptyResponse, error) {
-	if _, err := s.store.DesiredLRPByProcessGUID(ctx, req.ProcessGUID); err != nil {
-		return emptyResponse{}, err
+// rollback rolls the LRP to a stored earlier definition (seed 001).
+func (s *Server) rollback(ctx context.Context, req *rollbackRequest) (desiredLRPResponse, error) {
+	st, err := s.startRollout(ctx, db.RolloutRequest{ProcessGUID: req.ProcessGUID, Kind: model.RolloutKindRollback,
+		DefinitionID: req.DefinitionID})
+	if err != nil {
+		return desiredLRPResponse{}, err
 	}
-	return emptyResponse{}, errRolloutsNotImplemented
+	return desiredLRPResponse{DesiredLRP: st.Desired}, nil
 }
 
 func (s *Server) removeDesiredLRP(ctx context.Context, req *processGUIDRequest) (emptyResponse, error) {
@@ -125,7 +148,3 @@ func (s *Server) removeDesiredLRP(ctx context.Context, req *processGUIDRequest) 
 	s.stop(ctx, res.ToStop)
 	return emptyResponse{}, nil
 }
-
-// errRolloutsNotImplemented answers the routes that need the rollout workflow until it lands.
-var errRolloutsNotImplemented = model.Errorf(model.ErrNotImplemented,
-	"definition updates, cancel and rollback run as rollout workflows, which this build does not have yet")

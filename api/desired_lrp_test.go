@@ -351,18 +351,12 @@ func TestUpdateDesiredLRP(t *testing.T) {
 	})
 }
 
-func TestDefinitionChangesAreNotImplementedYet(t *testing.T) {
+func TestDefinitionChangesStartRollouts(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	before := h.desire(lrp("web", "d", 1, nil))
+	h.desire(lrp("web", "d", 1, nil))
 	v2 := definition(obj{"definition_id": "v2"})
 
-	t.Run("update with a definition", func(t *testing.T) {
-		requireError(t, h.postJSON("/v1/desired_lrp/update", obj{"process_guid": "web", "update": obj{"definition": v2}}),
-			http.StatusNotImplemented, model.ErrNotImplemented)
-		requireError(t, h.postJSON("/v1/desired_lrp/update", obj{"process_guid": "nope", "update": obj{"definition": v2}}),
-			http.StatusNotFound, model.ErrResourceNotFound)
-	})
 	t.Run("invalid definitions are refused first", func(t *testing.T) {
 		for name, def := range map[string]obj{
 			"no definition_id":   definition(nil),
@@ -380,11 +374,6 @@ func TestDefinitionChangesAreNotImplementedYet(t *testing.T) {
 				}
 			})
 		}
-	})
-	t.Run("lrp_deployments update with a definition", func(t *testing.T) {
-		requireError(t, h.postJSON("/v1/lrp_deployments/update",
-			obj{"process_guid": "web", "update": obj{"definition_id": "v2", "definition": definition(nil)}}),
-			http.StatusNotImplemented, model.ErrNotImplemented)
 		for name, u := range map[string]obj{
 			"definition_id alone":   {"definition_id": "v2"},
 			"definition alone":      {"definition": v2},
@@ -392,39 +381,45 @@ func TestDefinitionChangesAreNotImplementedYet(t *testing.T) {
 			"invalid definition_id": {"definition_id": "v/2", "definition": definition(nil)},
 			"invalid definition":    {"definition_id": "v2", "definition": definition(obj{"action": nil})},
 		} {
-			t.Run(name, func(t *testing.T) {
+			t.Run("lrp_deployments "+name, func(t *testing.T) {
 				requireError(t, h.postJSON("/v1/lrp_deployments/update", obj{"process_guid": "web", "update": u}),
 					http.StatusBadRequest, model.ErrInvalidRequest)
 			})
 		}
-	})
-	t.Run("nothing changed", func(t *testing.T) {
-		after := h.ok("/v1/desired_lrps/get_by_process_guid", obj{"process_guid": "web"}).obj(t, "desired_lrp")
-		if !reflect.DeepEqual(before, after) {
-			t.Errorf("LRP changed: %v -> %v", before, after)
-		}
-		dep := h.ok("/v1/lrp_deployments/get_by_process_guid", obj{"process_guid": "web"}).obj(t, "lrp_deployment")
-		if defs := dep.obj(t, "definitions"); len(defs) != 1 {
-			t.Errorf("definitions = %v, want only web", keys(defs))
+		if calls := h.rollouts.Calls(); len(calls) != 0 {
+			t.Fatalf("workflow calls for invalid requests: %v", calls)
 		}
 	})
-	// Until the rollout workflow lands these answer NotImplemented; API.md's own answers are
-	// accepted too, so that this test keeps passing when it does.
-	t.Run("cancel, rollback and activate of an existing LRP", func(t *testing.T) {
-		for _, c := range []struct {
-			path string
-			body obj
-			alt  model.ErrorType
-		}{
-			{"/v1/desired_lrp/cancel_update", obj{"process_guid": "web"}, model.ErrNoUpdateInProgress},
-			{"/v1/desired_lrp/rollback", obj{"process_guid": "web", "definition_id": "never"}, model.ErrResourceNotFound},
-			{"/v1/lrp_deployments/activate", obj{"process_guid": "web", "definition_id": "never"}, model.ErrResourceNotFound},
-		} {
-			rec := h.postJSON(c.path, c.body)
-			typ := requireErrorShape(t, rec)
-			if typ != string(model.ErrNotImplemented) && typ != string(c.alt) {
-				t.Errorf("%s: %d %s, want NotImplemented or %s", c.path, rec.Code, rec.Body, c.alt)
-			}
+
+	t.Run("nothing to cancel", func(t *testing.T) {
+		requireError(t, h.postJSON("/v1/desired_lrp/cancel_update", obj{"process_guid": "web"}),
+			http.StatusConflict, model.ErrNoUpdateInProgress)
+		requireError(t, h.postJSON("/v1/desired_lrp/rollback", obj{"process_guid": "web", "definition_id": "never"}),
+			http.StatusNotFound, model.ErrResourceNotFound)
+		requireError(t, h.postJSON("/v1/lrp_deployments/activate", obj{"process_guid": "web", "definition_id": "never"}),
+			http.StatusNotFound, model.ErrResourceNotFound)
+	})
+
+	t.Run("update, update in progress, supersede, cancel", func(t *testing.T) {
+		got := h.ok("/v1/desired_lrp/update", obj{"process_guid": "web", "update": obj{"definition": v2, "annotation": "rolled"}}).obj(t, "desired_lrp")
+		if got["definition_id"] != "v2" || got["previous_definition_id"] != "web" || got["annotation"] != "rolled" {
+			t.Fatalf("during the update: %v", got)
+		}
+		requireError(t, h.postJSON("/v1/desired_lrp/update", obj{"process_guid": "web", "update": obj{"definition": definition(obj{"definition_id": "v3"})}}),
+			http.StatusConflict, model.ErrUpdateInProgress)
+		requireError(t, h.postJSON("/v1/desired_lrp/rollback", obj{"process_guid": "web", "definition_id": "web"}),
+			http.StatusConflict, model.ErrUpdateInProgress)
+		requireError(t, h.postJSON("/v1/lrp_deployments/update", obj{"process_guid": "web", "update": obj{"definition_id": "v2", "definition": v2}}),
+			http.StatusConflict, model.ErrResourceExists)
+		h.ok("/v1/lrp_deployments/update", obj{"process_guid": "web", "update": obj{"definition_id": "v3", "definition": definition(nil)}})
+		h.ok("/v1/desired_lrp/cancel_update", obj{"process_guid": "web"})
+		want := []string{"start:web:v2", "supersede:web:v3", "cancel:web:v3"}
+		if calls := h.rollouts.Calls(); !reflect.DeepEqual(calls, want) {
+			t.Fatalf("workflow calls = %v, want %v", calls, want)
+		}
+		rollouts := h.ok("/v1/rollouts/list", obj{"process_guid": "web"}).list(t, "rollouts")
+		if len(rollouts) != 2 || rollouts[0]["state"] != "active" || rollouts[1]["state"] != "superseded" {
+			t.Fatalf("rollouts = %v", rollouts)
 		}
 	})
 }

@@ -52,8 +52,41 @@ func (s *recordingStopper) stopped() []model.ActualLRP {
 type harness struct {
 	t       *testing.T
 	store   *db.Store
-	server  *api.Server
-	stopper *recordingStopper
+	server   *api.Server
+	stopper  *recordingStopper
+	rollouts *recordingRollouts
+}
+
+// recordingRollouts stands in for the Temporal side in handler tests: it records which
+// workflow calls the API made for which rollout.
+type recordingRollouts struct {
+	mu    sync.Mutex
+	calls []string // "start|supersede|cancel:<process_guid>:<to_definition_id>"
+}
+
+func (r *recordingRollouts) record(kind string, ro *model.Rollout) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, kind+":"+ro.ProcessGUID+":"+ro.ToDefinitionID)
+	return nil
+}
+
+func (r *recordingRollouts) StartRollout(_ context.Context, ro *model.Rollout, _ string) error {
+	return r.record("start", ro)
+}
+
+func (r *recordingRollouts) SupersedeRollout(_ context.Context, ro *model.Rollout, _ string) error {
+	return r.record("supersede", ro)
+}
+
+func (r *recordingRollouts) CancelRollout(_ context.Context, ro *model.Rollout, _ string) error {
+	return r.record("cancel", ro)
+}
+
+func (r *recordingRollouts) Calls() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.calls...)
 }
 
 // newHarness returns a ready server with a recording Stopper.
@@ -69,7 +102,9 @@ func newUnreadyHarness(t *testing.T) *harness {
 	t.Helper()
 	store := dbtest.NewStore(t)
 	stopper := &recordingStopper{}
-	return &harness{t: t, store: store, server: api.NewServer(store, stopper, zap.NewNop()), stopper: stopper}
+	rollouts := &recordingRollouts{}
+	server := api.NewServer(store, stopper, zap.NewNop()).WithRollouts(rollouts)
+	return &harness{t: t, store: store, server: server, stopper: stopper, rollouts: rollouts}
 }
 
 // do sends one request through the server's handler.

@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 
+	"github.com/updatable-lrps/bbs/db"
+
 	"github.com/updatable-lrps/bbs/model"
 )
 
@@ -51,10 +53,13 @@ func (s *Server) createLRPDeployment(ctx context.Context, req *createLRPDeployme
 
 func (s *Server) updateLRPDeployment(ctx context.Context, req *updateLRPDeploymentRequest) (lrpDeploymentResponse, error) {
 	if req.update.Definition != nil {
-		if _, err := s.store.DesiredLRPByProcessGUID(ctx, req.ProcessGUID); err != nil {
+		// Seed 000: a new definition during a rollout supersedes it.
+		if _, err := s.startRollout(ctx, db.RolloutRequest{ProcessGUID: req.ProcessGUID, Kind: model.RolloutKindUpdate,
+			Definition: req.update.Definition, Update: withoutDefinition(req.update), Supersede: true}); err != nil {
 			return lrpDeploymentResponse{}, err
 		}
-		return lrpDeploymentResponse{}, errRolloutsNotImplemented
+		dep, err := s.store.LRPDeploymentByProcessGUID(ctx, req.ProcessGUID)
+		return lrpDeploymentResponse{LRPDeployment: dep}, err
 	}
 	res, err := s.store.UpdateDesiredLRP(ctx, req.ProcessGUID, req.update)
 	if err != nil {
@@ -65,11 +70,14 @@ func (s *Server) updateLRPDeployment(ctx context.Context, req *updateLRPDeployme
 	return lrpDeploymentResponse{LRPDeployment: dep}, err
 }
 
+// activateLRPDeployment walks the LRP to a definition of its map (seed 000).
 func (s *Server) activateLRPDeployment(ctx context.Context, req *rollbackRequest) (lrpDeploymentResponse, error) {
-	if _, err := s.store.DesiredLRPByProcessGUID(ctx, req.ProcessGUID); err != nil {
+	if _, err := s.startRollout(ctx, db.RolloutRequest{ProcessGUID: req.ProcessGUID, Kind: model.RolloutKindActivate,
+		DefinitionID: req.DefinitionID, Supersede: true}); err != nil {
 		return lrpDeploymentResponse{}, err
 	}
-	return lrpDeploymentResponse{}, errRolloutsNotImplemented
+	dep, err := s.store.LRPDeploymentByProcessGUID(ctx, req.ProcessGUID)
+	return lrpDeploymentResponse{LRPDeployment: dep}, err
 }
 
 func (s *Server) deleteLRPDeployment(ctx context.Context, req *processGUIDRequest) (emptyResponse, error) {

@@ -46,6 +46,7 @@ type Store interface {
 	UnclaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) (*model.ActualLRP, error)
 	EvacuateRunningActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo) (bool, error)
 	RemoveEvacuatingActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) error
+	StartRollout(ctx context.Context, req db.RolloutRequest) (*db.RolloutStart, error)
 }
 
 // Stopper asks cells to stop CLAIMED or RUNNING instances; the cells then remove the records.
@@ -55,13 +56,14 @@ type Stopper interface {
 
 // Server serves the HTTP API.
 type Server struct {
-	store   Store
-	stopper Stopper
-	log     *zap.Logger
-	metrics *metrics
-	events  EventSource
-	ready   atomic.Bool
-	router  chi.Router
+	store    Store
+	stopper  Stopper
+	log      *zap.Logger
+	metrics  *metrics
+	events   EventSource
+	rollouts Rollouts
+	ready    atomic.Bool
+	router   chi.Router
 }
 
 // NewServer builds the API over store. stopper may be nil while no cell can run instances;
