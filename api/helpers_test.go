@@ -50,8 +50,8 @@ func (s *recordingStopper) stopped() []model.ActualLRP {
 
 // harness is an API server over a fresh, migrated database of its own.
 type harness struct {
-	t       *testing.T
-	store   *db.Store
+	t        *testing.T
+	store    *db.Store
 	server   *api.Server
 	stopper  *recordingStopper
 	rollouts *recordingRollouts
