@@ -266,3 +266,33 @@ func (s *Store) PruneDefinition(ctx context.Context, guid, def string) (pruned b
 	}
 	return pruned, err
 }
+
+// RolloutInProgress is a rollout still under way, with its LRP's domain.
+type RolloutInProgress struct {
+	Rollout model.Rollout
+	Domain  string
+}
+
+// RolloutsInProgress lists every rollout still under way, so that convergence can make sure
+// each has its workflow (the API may have died between its commit and the start).
+func (s *Store) RolloutsInProgress(ctx context.Context) ([]RolloutInProgress, error) {
+	var rows []struct {
+		rolloutRow
+		Domain string `db:"domain"`
+	}
+	err := s.db.SelectContext(ctx, &rows, `SELECT r.id, r.process_guid, r.kind, r.from_definition_id, r.to_definition_id, r.state,
+    r.current_index, r.updated_instances, r.instances, r.given_up_indices,
+    (extract(epoch FROM r.started_at) * 1e9)::bigint AS started_at,
+    (extract(epoch FROM r.finished_at) * 1e9)::bigint AS finished_at,
+    r.workflow_id, r.run_id, r.reason, l.domain
+FROM rollouts r JOIN desired_lrps l ON l.process_guid = r.process_guid
+WHERE r.state IN ('active', 'paused', 'canceling') ORDER BY r.started_at`)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	out := make([]RolloutInProgress, len(rows))
+	for i := range rows {
+		out[i] = RolloutInProgress{Rollout: rows[i].model(), Domain: rows[i].Domain}
+	}
+	return out, nil
+}

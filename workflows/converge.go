@@ -34,6 +34,7 @@ type ConvergeWorkflowInput struct {
 // ConvergeWorkflowOutput is what the pass did, as the Converge activity reported it.
 type ConvergeWorkflowOutput struct {
 	activities.ConvergeOutput
+	Resumed activities.ResumeRolloutsOutput `json:"resumed"`
 }
 
 // ConvergeWorkflow runs one convergence pass. It is short-lived on purpose: the Schedule
@@ -58,6 +59,15 @@ func ConvergeWorkflow(ctx workflow.Context, in ConvergeWorkflowInput) (ConvergeW
 		StaleUnclaimed: in.StaleUnclaimed,
 		RetiredHistory: in.RetiredHistory,
 	}).Get(ctx, &out.ConvergeOutput)
+	if err != nil {
+		return out, err
+	}
+	// Version 1 added: every rollout under way gets its workflow (the API may have died
+	// between committing a rollout and starting it).
+	if workflow.GetVersion(ctx, "resume-rollouts", workflow.DefaultVersion, 1) == 1 {
+		var r *activities.Resumer
+		err = workflow.ExecuteActivity(ctx, r.ResumeRollouts, activities.ResumeRolloutsInput{}).Get(ctx, &out.Resumed)
+	}
 	return out, err
 }
 

@@ -34,12 +34,27 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 // replay case whenever the workflow changes.
 const historyFile = "testdata/converge_history.json"
 
-var converger *activities.Converger // names the activity, as workflows do
+var (
+	converger *activities.Converger // names the activity, as workflows do
+	resumer   *activities.Resumer
+)
+
+// expectResume registers the ResumeRollouts activity and lets it succeed.
+func expectResume(env *testsuite.TestWorkflowEnvironment) {
+	env.RegisterActivity(resumer)
+	env.OnActivity(resumer.ResumeRollouts, mock.Anything, mock.Anything).Return(activities.ResumeRolloutsOutput{Checked: 1}, nil).Maybe()
+}
+
+// noStarter is a RolloutStarter for tests with no rollouts to resume.
+type noStarter struct{}
+
+func (noStarter) StartRollout(context.Context, *model.Rollout, string) error { return nil }
 
 func TestConvergeWorkflowRunsTheActivity(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterActivity(converger)
+	expectResume(env)
 	want := activities.ConvergeOutput{MissingIndices: 2, Suspected: 1}
 	env.OnActivity(converger.Converge, mock.Anything, activities.ConvergeInput{RetiredHistory: 3}).Return(want, nil).Once()
 
@@ -58,6 +73,7 @@ func TestConvergeWorkflowRetriesAFailedPass(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterActivity(converger)
+	expectResume(env)
 	env.OnActivity(converger.Converge, mock.Anything, mock.Anything).Return(activities.ConvergeOutput{}, errors.New("database unreachable")).Twice()
 	env.OnActivity(converger.Converge, mock.Anything, mock.Anything).Return(activities.ConvergeOutput{MissingIndices: 1}, nil).Once()
 
@@ -73,6 +89,7 @@ func TestConvergeWorkflowDoesNotRetryInvalidInput(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterActivity(converger)
+	expectResume(env)
 	env.OnActivity(converger.Converge, mock.Anything, mock.Anything).Return(activities.ConvergeOutput{},
 		temporal.NewNonRetryableApplicationError("negative history", string(model.ErrInvalidRequest), nil))
 
@@ -147,6 +164,7 @@ func TestConvergenceScheduleOnDevServer(t *testing.T) {
 	w := worker.New(c, "test-queue", worker.Options{})
 	w.RegisterWorkflow(workflows.ConvergeWorkflow)
 	w.RegisterActivity(&activities.Converger{Store: store, Log: zaptest.NewLogger(t)})
+	w.RegisterActivity(&activities.Resumer{Store: store, Starter: noStarter{}, Log: zaptest.NewLogger(t)})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,55 @@
+package activities
+
+import (
+	"context"
+
+	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/model"
+	"go.uber.org/zap"
+)
+
+// RolloutStarter starts a rollout's workflow; starting one that runs already is a no-op.
+type RolloutStarter interface {
+	StartRollout(ctx context.Context, r *model.Rollout, domain string) error
+}
+
+// ResumeStore lists the rollouts under way.
+type ResumeStore interface {
+	RolloutsInProgress(ctx context.Context) ([]db.RolloutInProgress, error)
+}
+
+// Resumer makes sure every rollout under way has its workflow: the API commits a rollout and
+// then starts its workflow, and may die in between.
+type Resumer struct {
+	Store   ResumeStore
+	Starter RolloutStarter
+	Log     *zap.Logger
+}
+
+// ResumeRolloutsInput is empty; it exists so fields can be added without breaking histories.
+type ResumeRolloutsInput struct{}
+
+// ResumeRolloutsOutput counts the rollouts checked.
+type ResumeRolloutsOutput struct {
+	Checked int `json:"checked"`
+	Failed  int `json:"failed"`
+}
+
+// ResumeRollouts (re)starts the workflow of every rollout under way. Starting is idempotent
+// (an existing run is kept), so calling this every convergence pass is safe.
+func (r *Resumer) ResumeRollouts(ctx context.Context, _ ResumeRolloutsInput) (ResumeRolloutsOutput, error) {
+	rollouts, err := r.Store.RolloutsInProgress(ctx)
+	if err != nil {
+		return ResumeRolloutsOutput{}, err
+	}
+	var out ResumeRolloutsOutput
+	for i := range rollouts {
+		out.Checked++
+		ro := &rollouts[i].Rollout
+		if err := r.Starter.StartRollout(ctx, ro, rollouts[i].Domain); err != nil {
+			out.Failed++
+			r.Log.Warn("resume rollout", zap.String("process_guid", ro.ProcessGUID), zap.Error(err))
+		}
+	}
+	return out, nil
+}
