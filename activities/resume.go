@@ -38,6 +38,9 @@ type ResumeRolloutsOutput struct {
 // ResumeRollouts (re)starts the workflow of every rollout under way. Starting is idempotent
 // (an existing run is kept), so calling this every convergence pass is safe.
 func (r *Resumer) ResumeRollouts(ctx context.Context, _ ResumeRolloutsInput) (ResumeRolloutsOutput, error) {
+	if r.Starter == nil {
+		return ResumeRolloutsOutput{}, nil // no rollout workflow wired (tests, tools)
+	}
 	rollouts, err := r.Store.RolloutsInProgress(ctx)
 	if err != nil {
 		return ResumeRolloutsOutput{}, err

@@ -17,7 +17,9 @@ const TaskQueue = "bbs"
 type Deps struct {
 	Store   *db.Store
 	Stopper activities.Stopper
-	Log     *zap.Logger
+	// Rollouts starts rollout workflows (convergence resumes any without one).
+	Rollouts activities.RolloutStarter
+	Log      *zap.Logger
 }
 
 // New builds the worker that runs the BBS workflows and activities on TaskQueue.
@@ -25,5 +27,6 @@ func New(c client.Client, d Deps) sdkworker.Worker {
 	w := sdkworker.New(c, TaskQueue, sdkworker.Options{})
 	w.RegisterWorkflow(workflows.ConvergeWorkflow)
 	w.RegisterActivity(&activities.Converger{Store: d.Store, Stopper: d.Stopper, Log: d.Log.Named("converger")})
+	w.RegisterActivity(&activities.Resumer{Store: d.Store, Starter: d.Rollouts, Log: d.Log.Named("resumer")})
 	return w
 }
