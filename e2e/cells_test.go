@@ -31,6 +31,7 @@ func startDev(t *testing.T, extra ...string) *devStack {
 
 type instance struct {
 	Index        int32  `json:"index"`
+	DefinitionID string `json:"definition_id"`
 	State        string `json:"state"`
 	Presence     string `json:"presence"`
 	CellID       string `json:"cell_id"`

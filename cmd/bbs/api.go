@@ -13,6 +13,9 @@ import (
 	"github.com/updatable-lrps/bbs/cell"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/events"
+	"github.com/updatable-lrps/bbs/worker"
+	"github.com/updatable-lrps/bbs/workflows"
+	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 )
 
@@ -24,6 +27,8 @@ func runAPICommand(ctx context.Context, args []string) error {
 	tlsOpts.register(fs)
 	var peerTLS clientTLSFlags
 	peerTLS.register(fs)
+	var tf temporalFlags
+	tf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -45,7 +50,12 @@ func runAPICommand(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	a, err := startAPI(ctx, store, *listenAddr, tlsOpts, cell.NewClient(cellTLS), log)
+	temporal, err := tf.lazyClient(log)
+	if err != nil {
+		return err
+	}
+	defer temporal.Close()
+	a, err := startAPI(ctx, store, *listenAddr, tlsOpts, cell.NewClient(cellTLS), temporal, log)
 	if err != nil {
 		return err
 	}
@@ -86,14 +96,15 @@ type runningAPI struct {
 
 // startAPI serves the API on addr. It answers Unavailable until the migrations, which it
 // applies under an advisory lock, are in place.
-func startAPI(ctx context.Context, store *db.Store, addr string, tlsOpts tlsFlags, cells *cell.Client, log *zap.Logger) (*runningAPI, error) {
+func startAPI(ctx context.Context, store *db.Store, addr string, tlsOpts tlsFlags, cells *cell.Client, temporal client.Client, log *zap.Logger) (*runningAPI, error) {
 	ln, isTLS, err := listen(addr, tlsOpts)
 	if err != nil {
 		return nil, err
 	}
 	hub := events.NewHub(store, store.URL(), events.Options{}, log)
 	stopper := &cell.Stopper{Cells: store, Client: cells}
-	server := api.NewServer(store, stopper, log).WithEvents(hub)
+	server := api.NewServer(store, stopper, log).WithEvents(hub).
+		WithRollouts(&workflows.RolloutClient{Client: temporal, TaskQueue: worker.TaskQueue})
 	a := &runningAPI{
 		http: &http.Server{
 			Handler:           server,

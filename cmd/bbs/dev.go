@@ -99,7 +99,13 @@ func runDevCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer store.Close()
-	a, err := startAPI(ctx, store, *apiAddr, tlsFlags{}, cell.NewClient(nil), log)
+	tf := temporalFlags{address: ts.Address(), namespace: "default"}
+	temporal, err := tf.lazyClient(log)
+	if err != nil {
+		return err
+	}
+	defer temporal.Close()
+	a, err := startAPI(ctx, store, *apiAddr, tlsFlags{}, cell.NewClient(nil), temporal, log)
 	if err != nil {
 		return err
 	}
@@ -107,7 +113,6 @@ func runDevCommand(ctx context.Context, args []string) error {
 		log.Info("stopping the API")
 		a.stop()
 	}()
-	tf := temporalFlags{address: ts.Address(), namespace: "default"}
 	w, c, err := startWorker(ctx, tf, store, *convergeEvery, cell.NewClient(nil), log)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/updatable-lrps/bbs/activities"
 	"github.com/updatable-lrps/bbs/auctioneer"
 	"github.com/updatable-lrps/bbs/cell"
 	"github.com/updatable-lrps/bbs/db"
@@ -25,6 +26,16 @@ type temporalFlags struct {
 func (t *temporalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.address, "temporal-address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port [TEMPORAL_ADDRESS]")
 	fs.StringVar(&t.namespace, "temporal-namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace [TEMPORAL_NAMESPACE]")
+}
+
+// lazyClient connects on first use, so that the API serves (and answers Unavailable for
+// rollouts) while Temporal is away.
+func (t *temporalFlags) lazyClient(log *zap.Logger) (client.Client, error) {
+	return client.NewLazyClient(client.Options{
+		HostPort:  t.address,
+		Namespace: t.namespace,
+		Logger:    temporalzap.New(log.Named("temporal")),
+	})
 }
 
 func (t *temporalFlags) dial(ctx context.Context, log *zap.Logger) (client.Client, error) {
@@ -91,7 +102,10 @@ func startWorker(ctx context.Context, tf temporalFlags, store *db.Store, every t
 		return nil, nil, err
 	}
 	stopper := &cell.Stopper{Cells: store, Client: cells}
-	w := worker.New(c, worker.Deps{Store: store, Stopper: stopper, Log: log})
+	waiter := activities.NewPGWaiter(store.URL(), log)
+	go func() { <-ctx.Done(); waiter.Close() }()
+	w := worker.New(c, worker.Deps{Store: store, Stopper: stopper, Waiter: waiter, Log: log,
+		Rollouts: &workflows.RolloutClient{Client: c, TaskQueue: worker.TaskQueue}})
 	if err := w.Start(); err != nil {
 		c.Close()
 		return nil, nil, fmt.Errorf("start worker: %w", err)

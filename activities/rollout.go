@@ -1,0 +1,339 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/updatable-lrps/bbs/model"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+)
+
+// Rollouts holds the activities of the rollout workflow: each is one idempotent step of
+// seed 000's walk (desire the new instance at an index, wait for it to run, retire the old
+// one), because Temporal retries activities and replays workflows.
+type Rollouts struct {
+	Store RolloutStore
+	// Stopper may be nil (no cells, as in some tests): instances to stop are then only logged,
+	// and the cells' own reconciliation stops what the store no longer lists.
+	Stopper Stopper
+	// Waiter wakes AwaitRunning when the store changed; nil means it checks once a second.
+	Waiter Waiter
+	Log    *zap.Logger
+	// SafetyTick is how often AwaitRunning checks without a change; zero means one second. A
+	// notification may be lost (a listener reconnecting), so waits never rely on them alone.
+	SafetyTick time.Duration
+}
+
+// LoadRolloutInput names the rollout to read.
+type LoadRolloutInput struct {
+	RolloutID   string `json:"rollout_id"`
+	ProcessGUID string `json:"process_guid"`
+}
+
+// LoadRolloutOutput is what the workflow re-reads before every index: the LRP's instance
+// count changes with scaling while a walk is under way.
+type LoadRolloutOutput struct {
+	// Exists is false once the LRP has been removed; the other fields are then empty.
+	Exists              bool          `json:"exists"`
+	Rollout             model.Rollout `json:"rollout"`
+	Instances           int32         `json:"instances"`
+	HealthyDefinitionID string        `json:"healthy_definition_id,omitempty"`
+}
+
+// InstanceInput names one instance slot: a definition's instance at an index.
+type InstanceInput struct {
+	ProcessGUID  string `json:"process_guid"`
+	DefinitionID string `json:"definition_id"`
+	Index        int32  `json:"index"`
+}
+
+// DesireInstanceOutput is the state of the desired instance when the activity saw it.
+type DesireInstanceOutput struct {
+	State string `json:"state"`
+}
+
+// RetireOthersInput names the index whose instances of every other definition retire.
+type RetireOthersInput struct {
+	ProcessGUID string `json:"process_guid"`
+	Keep        string `json:"keep"`
+	Index       int32  `json:"index"`
+}
+
+// RetireOutput counts what a retirement did. StopFailed says the stop requests failed: they
+// are logged, not retried (see RetireOthers).
+type RetireOutput struct {
+	ToStop     int  `json:"to_stop"`
+	StopFailed bool `json:"stop_failed,omitempty"`
+}
+
+// AwaitRunningInput names the instance to wait for. Deadline, when positive, is how long
+// after the first attempt the wait gives up (a flaky definition's index, seed 000).
+type AwaitRunningInput struct {
+	ProcessGUID  string        `json:"process_guid"`
+	DefinitionID string        `json:"definition_id"`
+	Index        int32         `json:"index"`
+	Deadline     time.Duration `json:"deadline,omitempty"`
+}
+
+// AwaitRunningOutput says how the wait ended. Exactly one of Running, GivenUp, Missing and
+// Beyond is true.
+type AwaitRunningOutput struct {
+	Running bool `json:"running,omitempty"`
+	// GivenUp: the deadline passed before the instance ran; Reason says how it fared.
+	GivenUp bool   `json:"given_up,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// Missing: the instance record is gone (e.g. its cell removed it) while the index is still
+	// desired; the workflow desires it again. The activity does not, so that a wait the
+	// workflow has abandoned can never bring an instance back behind its back.
+	Missing bool `json:"missing,omitempty"`
+	// Beyond: the LRP was scaled down below this index.
+	Beyond bool `json:"beyond,omitempty"`
+}
+
+// RecordProgressInput is where a rollout's walk stands.
+type RecordProgressInput struct {
+	RolloutID string                `json:"rollout_id"`
+	Progress  model.RolloutProgress `json:"progress"`
+}
+
+// RolloutIDInput names a rollout.
+type RolloutIDInput struct {
+	RolloutID string `json:"rollout_id"`
+}
+
+// FinishRolloutInput ends a rollout in a final state.
+type FinishRolloutInput struct {
+	RolloutID string `json:"rollout_id"`
+	State     string `json:"state"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// PruneDefinitionInput names a definition that may no longer be needed.
+type PruneDefinitionInput struct {
+	ProcessGUID  string `json:"process_guid"`
+	DefinitionID string `json:"definition_id"`
+}
+
+// PruneDefinitionOutput says whether the definition left the LRP's definitions map now;
+// false means instances still run it and convergence prunes it later (seed 000).
+type PruneDefinitionOutput struct {
+	Pruned bool `json:"pruned"`
+}
+
+// Empty is the output of activities that return nothing, so that fields can be added later
+// without breaking recorded histories.
+type Empty struct{}
+
+func (r *Rollouts) log() *zap.Logger {
+	if r.Log == nil {
+		return zap.NewNop()
+	}
+	return r.Log
+}
+
+// nonRetryable turns errors that no retry can fix (bad input, a removed LRP, definition or
+// rollout, a cancel of a rollout that ended) into non-retryable application errors typed with
+// the model's error type, so that the workflow can tell them apart.
+func nonRetryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	switch t := model.TypeOf(err); t {
+	case model.ErrInvalidRequest, model.ErrResourceNotFound, model.ErrNoUpdateInProgress:
+		return temporal.NewNonRetryableApplicationError(err.Error(), string(t), err)
+	}
+	return err
+}
+
+// LoadRollout reads the rollout row and the LRP's desired instances and healthy definition.
+func (r *Rollouts) LoadRollout(ctx context.Context, in LoadRolloutInput) (LoadRolloutOutput, error) {
+	n, healthy, exists, err := r.Store.DesiredInstances(ctx, in.ProcessGUID)
+	if err != nil {
+		return LoadRolloutOutput{}, nonRetryable(err)
+	}
+	if !exists {
+		return LoadRolloutOutput{}, nil
+	}
+	ro, err := r.Store.RolloutByID(ctx, in.RolloutID)
+	if err != nil {
+		return LoadRolloutOutput{}, nonRetryable(err)
+	}
+	return LoadRolloutOutput{Exists: true, Rollout: *ro, Instances: n, HealthyDefinitionID: healthy}, nil
+}
+
+// DesireInstance makes sure an instance of the definition exists at the index, for placement.
+func (r *Rollouts) DesireInstance(ctx context.Context, in InstanceInput) (DesireInstanceOutput, error) {
+	a, err := r.Store.DesireInstance(ctx, in.ProcessGUID, in.DefinitionID, in.Index)
+	if err != nil {
+		return DesireInstanceOutput{}, nonRetryable(err)
+	}
+	return DesireInstanceOutput{State: a.State}, nil
+}
+
+// RetireOthers retires the instances at the index whose definition is not in.Keep, and asks
+// their cells to stop the ones that run. The workflow calls it only once the kept
+// definition's instance there is RUNNING, which is what makes the walk zero-downtime.
+//
+// A failed stop request does not fail the activity: the store change is committed, so a retry
+// would not list the instances again; their records stay until their cells report the stop,
+// so convergence lists them and asks again, and a cell also stops on its own what the store
+// no longer wants (seed 003, "Harmonizing ActualLRPs with Container State").
+func (r *Rollouts) RetireOthers(ctx context.Context, in RetireOthersInput) (RetireOutput, error) {
+	lrps, err := r.Store.RetireOthers(ctx, in.ProcessGUID, in.Keep, in.Index)
+	if err != nil {
+		return RetireOutput{}, nonRetryable(err)
+	}
+	return r.stop(ctx, lrps), nil
+}
+
+// RetireInstance retires the definition's instance at the index (a given-up, interrupted or
+// scaled-away index), asking its cell to stop it if it runs; stop failures are handled as in
+// RetireOthers.
+func (r *Rollouts) RetireInstance(ctx context.Context, in InstanceInput) (RetireOutput, error) {
+	lrps, err := r.Store.RetireInstance(ctx, in.ProcessGUID, in.DefinitionID, in.Index)
+	if err != nil {
+		return RetireOutput{}, nonRetryable(err)
+	}
+	return r.stop(ctx, lrps), nil
+}
+
+func (r *Rollouts) stop(ctx context.Context, lrps []model.ActualLRP) RetireOutput {
+	out := RetireOutput{ToStop: len(lrps)}
+	if len(lrps) == 0 {
+		return out
+	}
+	if r.Stopper == nil {
+		for _, a := range lrps {
+			r.log().Warn("no stopper configured: retired instance left to its cell",
+				zap.String("process_guid", a.ProcessGUID), zap.String("definition_id", a.DefinitionID),
+				zap.Int32("index", a.Index), zap.String("cell_id", a.CellID))
+		}
+		return out
+	}
+	if err := r.Stopper.StopInstances(ctx, lrps); err != nil {
+		out.StopFailed = true
+		r.log().Warn("stop requests failed; convergence asks again", zap.Int("instances", len(lrps)), zap.Error(err))
+	}
+	return out
+}
+
+// awaitDetails is AwaitRunning's heartbeat: Since survives retries, so that a retried attempt
+// keeps the deadline of the first one instead of starting a fresh one.
+type awaitDetails struct {
+	Since int64  `json:"since"` // Unix nanoseconds of the first attempt
+	State string `json:"state,omitempty"`
+}
+
+// AwaitRunning waits until the definition's instance at the index is RUNNING, or until the
+// deadline (if any) has passed since the first attempt. It checks the store when the Waiter
+// says something changed, and at least every SafetyTick, heartbeating as it goes; it never
+// sleeps a fixed time per check, so a start is seen within milliseconds of its commit.
+func (r *Rollouts) AwaitRunning(ctx context.Context, in AwaitRunningInput) (AwaitRunningOutput, error) {
+	hb := awaitDetails{Since: time.Now().UnixNano()}
+	if activity.HasHeartbeatDetails(ctx) {
+		var prev awaitDetails
+		if err := activity.GetHeartbeatDetails(ctx, &prev); err == nil && prev.Since != 0 {
+			hb.Since = prev.Since
+		}
+	}
+	activity.RecordHeartbeat(ctx, hb)
+	tick := r.SafetyTick
+	if tick <= 0 {
+		tick = time.Second
+	}
+	// Subscribe before the first check: a change committed between the check and the wait
+	// still wakes us.
+	var changes <-chan struct{}
+	if r.Waiter != nil {
+		ch, stop := r.Waiter.Changes(ctx)
+		defer stop()
+		changes = ch
+	}
+	timer := time.NewTimer(tick)
+	defer timer.Stop()
+	for {
+		out, state, err := r.checkRunning(ctx, in)
+		if err != nil || out != (AwaitRunningOutput{}) {
+			return out, err
+		}
+		hb.State = state
+		wait := tick
+		if in.Deadline > 0 {
+			left := time.Until(time.Unix(0, hb.Since).Add(in.Deadline))
+			if left <= 0 {
+				return AwaitRunningOutput{GivenUp: true, Reason: fmt.Sprintf(
+					"instance %d of %q not RUNNING %v after it was desired (last state %s)", in.Index, in.DefinitionID, in.Deadline, state)}, nil
+			}
+			wait = min(wait, left)
+		}
+		activity.RecordHeartbeat(ctx, hb)
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return AwaitRunningOutput{}, ctx.Err()
+		case <-changes:
+		case <-timer.C:
+		}
+	}
+}
+
+// checkRunning looks once. A zero output with no error means "not yet"; state then describes
+// the instance for the give-up reason.
+func (r *Rollouts) checkRunning(ctx context.Context, in AwaitRunningInput) (AwaitRunningOutput, string, error) {
+	a, err := r.Store.Instance(ctx, in.ProcessGUID, in.DefinitionID, in.Index)
+	if err == nil {
+		if a.State == model.StateRunning {
+			return AwaitRunningOutput{Running: true}, a.State, nil
+		}
+		state := a.State
+		if a.CrashCount > 0 {
+			state = fmt.Sprintf("%s after %d crashes: %s", a.State, a.CrashCount, a.CrashReason)
+		} else if a.PlacementError != "" {
+			state = fmt.Sprintf("%s: %s", a.State, a.PlacementError)
+		}
+		return AwaitRunningOutput{}, state, nil
+	}
+	if !model.IsType(err, model.ErrResourceNotFound) {
+		// A database hiccup: the activity fails and Temporal retries it, the deadline intact.
+		return AwaitRunningOutput{}, "", err
+	}
+	n, _, exists, err := r.Store.DesiredInstances(ctx, in.ProcessGUID)
+	switch {
+	case err != nil:
+		return AwaitRunningOutput{}, "", nonRetryable(err)
+	case !exists:
+		return AwaitRunningOutput{}, "", temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("LRP %q was removed", in.ProcessGUID), string(model.ErrResourceNotFound), nil)
+	case in.Index >= n:
+		return AwaitRunningOutput{Beyond: true}, "", nil
+	}
+	return AwaitRunningOutput{Missing: true}, "", nil
+}
+
+// BeginCancel turns the rollout into a walk back to its from definition.
+func (r *Rollouts) BeginCancel(ctx context.Context, in RolloutIDInput) (Empty, error) {
+	return Empty{}, nonRetryable(r.Store.BeginCancel(ctx, in.RolloutID))
+}
+
+// RecordProgress stores where the walk stands, for the API's rollout reads.
+func (r *Rollouts) RecordProgress(ctx context.Context, in RecordProgressInput) (Empty, error) {
+	return Empty{}, nonRetryable(r.Store.RecordRolloutProgress(ctx, in.RolloutID, in.Progress))
+}
+
+// FinishRollout ends the rollout in a final state.
+func (r *Rollouts) FinishRollout(ctx context.Context, in FinishRolloutInput) (Empty, error) {
+	if !model.RolloutInProgress(in.State) && in.State != "" {
+		return Empty{}, nonRetryable(r.Store.FinishRollout(ctx, in.RolloutID, in.State, in.Reason))
+	}
+	return Empty{}, temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("finish rollout: %q is not a final state", in.State), string(model.ErrInvalidRequest), nil)
+}
+
+// PruneDefinition drops a definition no instance runs any more from the LRP's definitions map.
+func (r *Rollouts) PruneDefinition(ctx context.Context, in PruneDefinitionInput) (PruneDefinitionOutput, error) {
+	pruned, err := r.Store.PruneDefinition(ctx, in.ProcessGUID, in.DefinitionID)
+	return PruneDefinitionOutput{Pruned: pruned}, nonRetryable(err)
+}

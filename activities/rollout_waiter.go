@@ -1,0 +1,124 @@
+package activities
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/lib/pq"
+	"github.com/updatable-lrps/bbs/db"
+	"go.uber.org/zap"
+)
+
+// Waiter says when the store may have changed, so that waits re-check at once instead of
+// polling. Changes returns a channel that receives (coalesced: at most one pending value)
+// after each change, and a function that ends the subscription; the subscription also ends
+// with ctx. The channel is never closed, so a select on it never spins.
+type Waiter interface {
+	Changes(ctx context.Context) (<-chan struct{}, func())
+}
+
+// PGWaiter is a Waiter over PostgreSQL notifications on db.EventsChannel. It holds one
+// listening connection however many waits subscribe: 1,000 rollouts waiting for their
+// instances must not hold 1,000 connections.
+type PGWaiter struct {
+	listener *pq.Listener
+	log      *zap.Logger
+	done     chan struct{}
+	closed   sync.Once
+
+	mu   sync.Mutex
+	subs map[chan struct{}]struct{}
+}
+
+// NewPGWaiter listens on dbURL's db.EventsChannel until Close. The connection is made (and
+// re-made after a loss) in the background, so a database that is down at start delays
+// notifications without failing the worker; waits fall back on their safety tick meanwhile.
+func NewPGWaiter(dbURL string, log *zap.Logger) *PGWaiter {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	w := &PGWaiter{log: log.Named("waiter"), done: make(chan struct{}), subs: map[chan struct{}]struct{}{}}
+	w.listener = pq.NewListener(dbURL, 100*time.Millisecond, 10*time.Second, func(ev pq.ListenerEventType, err error) {
+		if err != nil {
+			w.log.Warn("change listener", zap.Error(err))
+		}
+	})
+	go func() {
+		// Listen blocks until the server acknowledges, possibly across reconnects.
+		if err := w.listener.Listen(db.EventsChannel); err != nil {
+			select {
+			case <-w.done:
+			default:
+				w.log.Error("listen for changes; waits fall back on polling", zap.Error(err))
+			}
+		}
+	}()
+	go w.run()
+	return w
+}
+
+func (w *PGWaiter) run() {
+	for {
+		select {
+		case <-w.done:
+			return
+		// pq sends nil after a reconnect: notifications may have been lost meanwhile, so
+		// everyone re-checks then too.
+		case _, ok := <-w.listener.Notify:
+			if !ok {
+				return
+			}
+			w.broadcast()
+		}
+	}
+}
+
+func (w *PGWaiter) broadcast() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ch := range w.subs {
+		select {
+		case ch <- struct{}{}:
+		default: // one wake-up is already pending: it covers this change too
+		}
+	}
+}
+
+// Changes implements Waiter.
+func (w *PGWaiter) Changes(ctx context.Context) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	w.subs[ch] = struct{}{}
+	w.mu.Unlock()
+	var once sync.Once
+	cancel := func() {
+		once.Do(func() {
+			w.mu.Lock()
+			delete(w.subs, ch)
+			w.mu.Unlock()
+		})
+	}
+	stop := context.AfterFunc(ctx, cancel)
+	return ch, func() {
+		stop()
+		cancel()
+	}
+}
+
+// Subscribers is how many waits are subscribed now (for tests and metrics).
+func (w *PGWaiter) Subscribers() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.subs)
+}
+
+// Close stops listening. Subscribed waits then only see their safety tick.
+func (w *PGWaiter) Close() error {
+	var err error
+	w.closed.Do(func() {
+		close(w.done)
+		err = w.listener.Close()
+	})
+	return err
+}

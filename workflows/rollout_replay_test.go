@@ -1,0 +1,320 @@
+package workflows_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/updatable-lrps/bbs/activities"
+	"github.com/updatable-lrps/bbs/internal/temporalzap"
+	"github.com/updatable-lrps/bbs/model"
+	"github.com/updatable-lrps/bbs/workflows"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+)
+
+// rolloutHistoryFile is a RolloutWorkflow history (a walk paused, resumed and superseded)
+// recorded on a real dev server; rerecord it with
+// BBS_RECORD_HISTORY=1 go test ./workflows/ -run RolloutOnDevServer, and keep the old one as
+// a second replay case whenever the workflow changes.
+const rolloutHistoryFile = "testdata/rollout_history.json"
+
+// Replaying a recorded history proves the workflow code still makes the same decisions.
+func TestRolloutWorkflowReplay(t *testing.T) {
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflow(workflows.RolloutWorkflow)
+	if err := r.ReplayWorkflowHistoryFromJSONFile(temporalzap.New(zaptest.NewLogger(t)), rolloutHistoryFile); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// memStore is an LRP in memory whose instances a pretend cell starts after a delay.
+type memStore struct {
+	mu        sync.Mutex
+	instances int32
+	healthy   string
+	lrps      map[string]model.ActualLRP // definition/index
+	states    map[string]string          // rollout id → state
+	progress  map[string]model.RolloutProgress
+	startIn   time.Duration
+	waiter    *memWaiter
+}
+
+func slot(def string, i int32) string { return fmt.Sprintf("%s/%d", def, i) }
+
+func (m *memStore) RolloutByID(_ context.Context, id string) (*model.Rollout, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.states[id]
+	if st == "" {
+		st = model.RolloutActive
+	}
+	return &model.Rollout{ID: id, ProcessGUID: "app", State: st}, nil
+}
+
+func (m *memStore) DesiredInstances(context.Context, string) (int32, string, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.instances, m.healthy, true, nil
+}
+
+func (m *memStore) DesireInstance(_ context.Context, guid, def string, i int32) (*model.ActualLRP, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if a, ok := m.lrps[slot(def, i)]; ok {
+		return &a, nil
+	}
+	a := model.ActualLRP{ActualLRPKey: model.ActualLRPKey{ProcessGUID: guid, DefinitionID: def, Index: i}, State: model.StateUnclaimed}
+	m.lrps[slot(def, i)] = a
+	time.AfterFunc(m.startIn, func() {
+		m.mu.Lock()
+		if a, ok := m.lrps[slot(def, i)]; ok {
+			a.State = model.StateRunning
+			m.lrps[slot(def, i)] = a
+			m.healthy = def
+		}
+		m.mu.Unlock()
+		m.waiter.change()
+	})
+	return &a, nil
+}
+
+func (m *memStore) Instance(_ context.Context, _, def string, i int32) (*model.ActualLRP, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if a, ok := m.lrps[slot(def, i)]; ok {
+		return &a, nil
+	}
+	return nil, model.Errorf(model.ErrResourceNotFound, "no instance %s", slot(def, i))
+}
+
+func (m *memStore) retire(match func(model.ActualLRP) bool) []model.ActualLRP {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []model.ActualLRP
+	for _, k := range slices.Sorted(maps.Keys(m.lrps)) {
+		if a := m.lrps[k]; match(a) {
+			delete(m.lrps, k)
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (m *memStore) RetireOthers(_ context.Context, _, keep string, i int32) ([]model.ActualLRP, error) {
+	return m.retire(func(a model.ActualLRP) bool { return a.Index == i && a.DefinitionID != keep }), nil
+}
+
+func (m *memStore) RetireInstance(_ context.Context, _, def string, i int32) ([]model.ActualLRP, error) {
+	return m.retire(func(a model.ActualLRP) bool { return a.Index == i && a.DefinitionID == def }), nil
+}
+
+func (m *memStore) RecordRolloutProgress(_ context.Context, id string, p model.RolloutProgress) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.progress[id] = p
+	return nil
+}
+
+func (m *memStore) BeginCancel(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.states[id] = model.RolloutCanceling
+	return nil
+}
+
+func (m *memStore) FinishRollout(_ context.Context, id, state, _ string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.states[id] = state
+	return nil
+}
+
+func (m *memStore) PruneDefinition(_ context.Context, _, def string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, a := range m.lrps {
+		if a.DefinitionID == def {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func (m *memStore) defs() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m.lrps)) {
+		out = append(out, k+" "+m.lrps[k].State)
+	}
+	return out
+}
+
+// memWaiter broadcasts the pretend cell's changes.
+type memWaiter struct {
+	mu   sync.Mutex
+	subs map[chan struct{}]struct{}
+}
+
+func (w *memWaiter) Changes(context.Context) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	w.subs[ch] = struct{}{}
+	w.mu.Unlock()
+	return ch, func() {
+		w.mu.Lock()
+		delete(w.subs, ch)
+		w.mu.Unlock()
+	}
+}
+
+func (w *memWaiter) change() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ch := range w.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func startRolloutDevServer(t *testing.T) client.Client {
+	t.Helper()
+	bin := os.Getenv("TEMPORAL_BIN")
+	if bin == "" {
+		bin = "../bin/temporal"
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("no Temporal CLI at %s (set TEMPORAL_BIN): %v", bin, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var args []string
+	for _, k := range []temporal.SearchAttributeKeyKeyword{workflows.SearchAttrProcessGUID, workflows.SearchAttrDomain,
+		workflows.SearchAttrFromDefinition, workflows.SearchAttrToDefinition, workflows.SearchAttrRolloutState} {
+		args = append(args, "--search-attribute", k.GetName()+"=Keyword")
+	}
+	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+		ExistingPath:  bin,
+		LogLevel:      "error",
+		Stdout:        io.Discard,
+		ExtraArgs:     args,
+		ClientOptions: &client.Options{Logger: temporalzap.New(zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))},
+	})
+	if err != nil {
+		t.Fatalf("start dev server: %v", err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	return srv.Client()
+}
+
+// The real activities over an in-memory store, on a real dev server: a walk is paused,
+// resumed, then superseded by def3, and ends with def3 at every index.
+func TestRolloutOnDevServer(t *testing.T) {
+	c := startRolloutDevServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	waiter := &memWaiter{subs: map[chan struct{}]struct{}{}}
+	store := &memStore{instances: 3, healthy: "def1", lrps: map[string]model.ActualLRP{}, states: map[string]string{},
+		progress: map[string]model.RolloutProgress{}, startIn: 50 * time.Millisecond, waiter: waiter}
+	for i := range int32(3) {
+		store.lrps[slot("def1", i)] = model.ActualLRP{ActualLRPKey: model.ActualLRPKey{ProcessGUID: "app", DefinitionID: "def1", Index: i}, State: model.StateRunning}
+	}
+	w := worker.New(c, "test-rollouts", worker.Options{})
+	w.RegisterWorkflow(workflows.RolloutWorkflow)
+	w.RegisterActivity(&activities.Rollouts{Store: store, Waiter: waiter, Log: zaptest.NewLogger(t)})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	in := workflows.RolloutInput{RolloutID: "r1", ProcessGUID: "app", Domain: "cf-apps", FromDefinitionID: "def1",
+		ToDefinitionID: "def2", Kind: model.RolloutKindUpdate}
+	runID, err := workflows.StartRollout(ctx, c, "test-rollouts", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := workflows.StartRollout(ctx, c, "test-rollouts", in)
+	if err != nil || again != runID {
+		t.Fatalf("second start: run %q (first %q), %v", again, runID, err)
+	}
+	if err := workflows.SignalRollout(ctx, c, "app", workflows.SignalPause); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	v, err := c.QueryWorkflow(ctx, workflows.RolloutWorkflowID("app"), "", workflows.QueryProgress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p workflows.RolloutProgress
+	if err := v.Get(&p); err != nil || p.State != model.RolloutPaused {
+		t.Fatalf("progress while paused = %+v, %v", p, err)
+	}
+	if err := workflows.SignalRollout(ctx, c, "app", workflows.SignalResume); err != nil {
+		t.Fatal(err)
+	}
+	for store.progressOf("r1").UpdatedInstances < 1 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	sup := in
+	sup.RolloutID, sup.ToDefinitionID = "r2", "def3"
+	if err := workflows.SupersedeRollout(ctx, c, "test-rollouts", sup); err != nil {
+		t.Fatal(err)
+	}
+	var out workflows.RolloutOutput
+	if err := c.GetWorkflow(ctx, workflows.RolloutWorkflowID("app"), runID).Get(ctx, &out); err != nil {
+		t.Fatalf("rollout: %v", err)
+	}
+	if out.State != model.RolloutCompleted || out.RolloutID != "r2" || !slices.Equal(out.Updated, []int32{0, 1, 2}) {
+		t.Fatalf("output %+v", out)
+	}
+	want := []string{"def3/0 RUNNING", "def3/1 RUNNING", "def3/2 RUNNING"}
+	if got := store.defs(); !slices.Equal(got, want) {
+		t.Fatalf("instances %q, want %q", got, want)
+	}
+	if os.Getenv("BBS_RECORD_HISTORY") != "" {
+		recordRolloutHistory(ctx, t, c, workflows.RolloutWorkflowID("app"), runID)
+	}
+}
+
+func (m *memStore) progressOf(id string) model.RolloutProgress {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.progress[id]
+}
+
+func recordRolloutHistory(ctx context.Context, t *testing.T, c client.Client, id, runID string) {
+	t.Helper()
+	iter := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	h := &historypb.History{}
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rolloutHistoryFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded %d events into %s", len(h.Events), rolloutHistoryFile)
+}

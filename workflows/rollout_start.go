@@ -1,0 +1,122 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/updatable-lrps/bbs/model"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+)
+
+// Search attributes of rollout workflows, so operators find them in the Web UI (for example
+// `RolloutState = "active"`). They must be registered on the server (the dev mode does so,
+// see internal/temporaldev); the workflow upserts them only when its start carried them, so
+// a server without them still runs rollouts.
+var (
+	SearchAttrProcessGUID    = temporal.NewSearchAttributeKeyKeyword("ProcessGuid")
+	SearchAttrDomain         = temporal.NewSearchAttributeKeyKeyword("Domain")
+	SearchAttrFromDefinition = temporal.NewSearchAttributeKeyKeyword("FromDefinition")
+	SearchAttrToDefinition   = temporal.NewSearchAttributeKeyKeyword("ToDefinition")
+	SearchAttrRolloutState   = temporal.NewSearchAttributeKeyKeyword("RolloutState")
+)
+
+func rolloutStartOptions(taskQueue string, in RolloutInput) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:        RolloutWorkflowID(in.ProcessGUID),
+		TaskQueue: taskQueue,
+		// The API and the converger may both start the rollout of an LRP: the second start
+		// finds the first one's run instead of failing or starting another.
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		// An LRP has many rollouts over its life, one after another.
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		StaticSummary:         fmt.Sprintf("%s %s: `%s` → `%s`", in.Kind, in.ProcessGUID, in.FromDefinitionID, in.ToDefinitionID),
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			SearchAttrProcessGUID.ValueSet(in.ProcessGUID),
+			SearchAttrDomain.ValueSet(in.Domain),
+			SearchAttrFromDefinition.ValueSet(in.FromDefinitionID),
+			SearchAttrToDefinition.ValueSet(in.ToDefinitionID),
+			SearchAttrRolloutState.ValueSet(model.RolloutActive),
+		),
+	}
+}
+
+// StartRollout starts the LRP's rollout workflow, or finds the one already running (an
+// idempotent start), and returns its run id. The rollout row must already exist (the API
+// writes it in the same transaction as the new definition).
+func StartRollout(ctx context.Context, c client.Client, taskQueue string, in RolloutInput) (string, error) {
+	run, err := c.ExecuteWorkflow(ctx, rolloutStartOptions(taskQueue, in), RolloutWorkflow, in)
+	if err != nil {
+		return "", fmt.Errorf("start rollout of %s: %w", in.ProcessGUID, err)
+	}
+	return run.GetRunID(), nil
+}
+
+// SupersedeRollout hands a new rollout (in) to the LRP's running rollout workflow, which
+// switches to the new target (seed 000), or starts the workflow with in if none is running:
+// the old run may have finished between the API's write and this call.
+func SupersedeRollout(ctx context.Context, c client.Client, taskQueue string, in RolloutInput) error {
+	sig := SupersedeSignal{RolloutID: in.RolloutID, ToDefinitionID: in.ToDefinitionID, Kind: in.Kind}
+	_, err := c.SignalWithStartWorkflow(ctx, RolloutWorkflowID(in.ProcessGUID), SignalSupersede, sig,
+		rolloutStartOptions(taskQueue, in), RolloutWorkflow, in)
+	if err != nil {
+		return fmt.Errorf("supersede rollout of %s: %w", in.ProcessGUID, err)
+	}
+	return nil
+}
+
+// SignalRollout sends a payload-less signal (SignalCancel, SignalPause, SignalResume) to the
+// LRP's running rollout workflow.
+func SignalRollout(ctx context.Context, c client.Client, guid, name string) error {
+	if err := c.SignalWorkflow(ctx, RolloutWorkflowID(guid), "", name, nil); err != nil {
+		return fmt.Errorf("signal %s to the rollout of %s: %w", name, guid, err)
+	}
+	return nil
+}
+
+// CancelRollout sends SignalCancel to the LRP's rollout workflow, starting it with in first
+// if no run is under way (the API may have died between committing the rollout and starting
+// its workflow): the started run then walks back at once.
+func CancelRollout(ctx context.Context, c client.Client, taskQueue string, in RolloutInput) error {
+	_, err := c.SignalWithStartWorkflow(ctx, RolloutWorkflowID(in.ProcessGUID), SignalCancel, nil,
+		rolloutStartOptions(taskQueue, in), RolloutWorkflow, in)
+	if err != nil {
+		return fmt.Errorf("cancel rollout of %s: %w", in.ProcessGUID, err)
+	}
+	return nil
+}
+
+// RolloutClient starts and steers rollout workflows from rollout rows: it is what the API
+// (api.Rollouts) and the converger's resumer (activities.RolloutStarter) need.
+type RolloutClient struct {
+	Client    client.Client
+	TaskQueue string
+	// MaxInFlight and IndexDeadline tune every rollout started; zero takes the defaults.
+	MaxInFlight   int
+	IndexDeadline time.Duration
+}
+
+// Input is the workflow input of a rollout row.
+func (rc *RolloutClient) Input(r *model.Rollout, domain string) RolloutInput {
+	return RolloutInput{RolloutID: r.ID, ProcessGUID: r.ProcessGUID, Domain: domain,
+		FromDefinitionID: r.FromDefinitionID, ToDefinitionID: r.ToDefinitionID, Kind: r.Kind,
+		MaxInFlight: rc.MaxInFlight, IndexDeadline: rc.IndexDeadline}
+}
+
+// StartRollout starts the rollout's workflow, or keeps the run under way.
+func (rc *RolloutClient) StartRollout(ctx context.Context, r *model.Rollout, domain string) error {
+	_, err := StartRollout(ctx, rc.Client, rc.TaskQueue, rc.Input(r, domain))
+	return err
+}
+
+// SupersedeRollout hands the new rollout r to the LRP's running workflow (or starts one).
+func (rc *RolloutClient) SupersedeRollout(ctx context.Context, r *model.Rollout, domain string) error {
+	return SupersedeRollout(ctx, rc.Client, rc.TaskQueue, rc.Input(r, domain))
+}
+
+// CancelRollout cancels the rollout r (or starts its workflow walking back).
+func (rc *RolloutClient) CancelRollout(ctx context.Context, r *model.Rollout, domain string) error {
+	return CancelRollout(ctx, rc.Client, rc.TaskQueue, rc.Input(r, domain))
+}

@@ -1,0 +1,349 @@
+package workflows
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/updatable-lrps/bbs/activities"
+	"github.com/updatable-lrps/bbs/model"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// walkEnd says why a walk returned.
+type walkEnd int
+
+const (
+	walkDone          walkEnd = iota // every index of the phase is done
+	walkSwitched                     // a cancel or supersede changed the phase or the target
+	walkContinueAsNew                // the history is long enough: continue in a new run
+	walkGone                         // the LRP was removed
+)
+
+// step is one index being replaced: desire def's instance, wait for it, retire the others.
+type step struct {
+	index  int32
+	def    string
+	back   bool // a walk-back step (cancel) rather than a forward one
+	cancel workflow.CancelFunc
+}
+
+type outcome int
+
+const (
+	outUpdated     outcome = iota // def runs at the index; the others are retired
+	outGivenUp                    // the deadline passed; def's instance is retired
+	outBeyond                     // the LRP was scaled below the index
+	outInterrupted                // a cancel or supersede; def's instance is retired
+	outGone                       // the LRP was removed
+	outError                      // an activity failed for good
+)
+
+type stepResult struct {
+	s      *step
+	out    outcome
+	reason string
+	err    error
+}
+
+// The database steps are local activities: they take milliseconds, and running them inside
+// the workflow task saves a task-queue round trip each (about 45 ms on the dev server,
+// ARCHITECTURE.md), which is most of a step's orchestration cost. They retry until the
+// database answers; only errors no retry can fix stop them.
+var localOptions = workflow.LocalActivityOptions{
+	StartToCloseTimeout: 30 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        200 * time.Millisecond,
+		BackoffCoefficient:     2,
+		MaximumInterval:        10 * time.Second,
+		NonRetryableErrorTypes: []string{string(model.ErrInvalidRequest), string(model.ErrResourceNotFound)},
+	},
+}
+
+// awaitOptions let AwaitRunning wait as long as a failing definition needs (seed 000 waits
+// indefinitely): the heartbeat, not the start-to-close timeout, notices a dead worker.
+var awaitOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 24 * time.Hour,
+	HeartbeatTimeout:    10 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		NonRetryableErrorTypes: []string{string(model.ErrInvalidRequest), string(model.ErrResourceNotFound)},
+	},
+}
+
+// local runs a store step; ctx must belong to the calling coroutine.
+func (r *rollout) local(ctx workflow.Context, in, fn, out any) error {
+	ctx = workflow.WithLocalActivityOptions(ctx, localOptions)
+	return workflow.ExecuteLocalActivity(ctx, fn, in).Get(ctx, out)
+}
+
+func isNotFound(err error) bool { return hasType(err, model.ErrResourceNotFound) }
+
+func hasType(err error, t model.ErrorType) bool {
+	var ae *temporal.ApplicationError
+	return errors.As(err, &ae) && ae.Type() == string(t)
+}
+
+// load re-reads the rollout and the LRP; the instance count may have changed by scaling.
+func (r *rollout) load() (activities.LoadRolloutOutput, error) {
+	var out activities.LoadRolloutOutput
+	err := r.local(r.ctx, activities.LoadRolloutInput{RolloutID: r.st.RolloutID, ProcessGUID: r.st.ProcessGUID}, acts.LoadRollout, &out)
+	if err == nil && out.Exists {
+		r.instances = out.Instances
+		if !r.st.Canceling && out.HealthyDefinitionID == r.st.ToDefinitionID {
+			r.st.Healthy = true
+		}
+	}
+	return out, err
+}
+
+// limit is how many steps may be in flight: one until the target has proven it can run.
+func (r *rollout) limit() int {
+	if !r.st.Canceling && !r.st.Healthy {
+		return 1
+	}
+	return r.st.MaxInFlight
+}
+
+func (r *rollout) wantContinueAsNew() bool {
+	return r.steps >= r.st.ContinueAsNewEvery || workflow.GetInfo(r.ctx).GetContinueAsNewSuggested()
+}
+
+// walk runs the current phase — forward to ToDefinitionID, or back to FromDefinitionID when
+// canceling — until it is done or something ends it; it never returns with steps in flight.
+func (r *rollout) walk() (walkEnd, error) {
+	r.interrupted = false
+	for {
+		exhausted := false
+		for !r.st.Paused && !r.interrupted && !r.gone && r.err == nil && !r.wantContinueAsNew() && len(r.inFlight) < r.limit() {
+			i, ok, err := r.nextIndex()
+			if err != nil {
+				r.stop(err)
+				break
+			}
+			if !ok {
+				exhausted = true
+				break
+			}
+			r.start(i)
+		}
+		if len(r.inFlight) == 0 {
+			switch {
+			case r.err != nil:
+				return 0, r.err
+			case r.gone:
+				return walkGone, nil
+			case r.interrupted:
+				return walkSwitched, nil
+			case r.wantContinueAsNew():
+				return walkContinueAsNew, nil
+			case exhausted:
+				return walkDone, nil
+			}
+			// Paused with nothing in flight: only a signal moves the walk on.
+		}
+		changed := false
+		sel := workflow.NewSelector(r.ctx)
+		sel.AddReceive(r.done, func(c workflow.ReceiveChannel, _ bool) {
+			var res stepResult
+			c.Receive(r.ctx, &res)
+			r.stepDone(res)
+			changed = true
+		})
+		r.addSignals(sel, &changed)
+		sel.Select(r.ctx)
+		// Steps that ended together, and signals that came with them, are taken in one go.
+		for sel.HasPending() {
+			sel.Select(r.ctx)
+		}
+		// After a cancel or supersede the main loop records progress once the phase switched.
+		if changed && !r.interrupted && !r.gone && r.err == nil {
+			r.publish()
+			if err := r.recordProgress(); err != nil {
+				r.stop(err)
+			}
+		}
+	}
+}
+
+// stop ends the walk after a failure: in-flight steps are retired, then walk returns.
+func (r *rollout) stop(err error) {
+	if isNotFound(err) {
+		r.gone = true
+		if r.goneErr == nil {
+			r.goneErr = err
+		}
+	} else if r.err == nil {
+		r.err = err
+	}
+	r.interruptAll()
+}
+
+func (r *rollout) interruptAll() {
+	for _, s := range r.inFlight {
+		s.cancel()
+	}
+}
+
+// nextIndex picks the next index of the phase, re-reading the instance count first: a
+// forward walk goes up from NextIndex; a walk back goes down the replaced indices.
+func (r *rollout) nextIndex() (int32, bool, error) {
+	load, err := r.load()
+	if err != nil {
+		return 0, false, err
+	}
+	if !load.Exists {
+		return 0, false, temporal.NewNonRetryableApplicationError("the LRP was removed", string(model.ErrResourceNotFound), nil)
+	}
+	if !r.st.Canceling {
+		if r.st.NextIndex >= r.instances {
+			return 0, false, nil
+		}
+		r.st.NextIndex++
+		return r.st.NextIndex - 1, true, nil
+	}
+	for i := len(r.st.Replaced) - 1; i >= 0; i-- {
+		idx := r.st.Replaced[i]
+		if slices.ContainsFunc(r.inFlight, func(s *step) bool { return s.index == idx }) {
+			continue
+		}
+		if idx >= r.instances {
+			// Scaled away: the store retired every instance there already.
+			r.st.Replaced = slices.Delete(r.st.Replaced, i, i+1)
+			continue
+		}
+		return idx, true, nil
+	}
+	return 0, false, nil
+}
+
+func (r *rollout) start(i int32) {
+	s := &step{index: i, def: r.st.ToDefinitionID, back: r.st.Canceling}
+	var deadline time.Duration
+	if s.back {
+		s.def = r.st.FromDefinitionID
+	} else if r.st.Healthy {
+		deadline = r.st.IndexDeadline
+	}
+	sctx, cancel := workflow.WithCancel(r.ctx)
+	s.cancel = cancel
+	r.inFlight = append(r.inFlight, s)
+	workflow.Go(sctx, func(ctx workflow.Context) {
+		res := r.runStep(ctx, s, deadline)
+		res.s = s
+		dctx, _ := workflow.NewDisconnectedContext(ctx)
+		r.done.Send(dctx, res)
+	})
+}
+
+// runStep replaces one index. Only the wait is interruptible (ctx is the step's): the store
+// steps run to completion, so an interrupt never leaves one half-known. Interrupted
+// before def's instance was seen RUNNING, the step retires it, and the old instance at the
+// index, never retired, keeps serving.
+func (r *rollout) runStep(ctx workflow.Context, s *step, deadline time.Duration) stepResult {
+	// The store steps must not be cut short by an interrupt, but must block in this
+	// coroutine: a context disconnected from the step's own.
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	in := activities.InstanceInput{ProcessGUID: r.st.ProcessGUID, DefinitionID: s.def, Index: s.index}
+	if err := r.local(dctx, in, acts.DesireInstance, nil); err != nil {
+		return failed(err)
+	}
+	started := workflow.Now(ctx)
+	for {
+		if ctx.Err() != nil {
+			return r.retire(dctx, in, outInterrupted, "")
+		}
+		left := time.Duration(0)
+		if deadline > 0 {
+			if left = deadline - workflow.Now(ctx).Sub(started); left <= 0 {
+				return r.retire(dctx, in, outGivenUp, "deadline passed")
+			}
+		}
+		var out activities.AwaitRunningOutput
+		actx := workflow.WithActivityOptions(ctx, awaitOptions)
+		err := workflow.ExecuteActivity(actx, acts.AwaitRunning, activities.AwaitRunningInput{
+			ProcessGUID: r.st.ProcessGUID, DefinitionID: s.def, Index: s.index, Deadline: left,
+		}).Get(ctx, &out)
+		switch {
+		case ctx.Err() != nil:
+			return r.retire(dctx, in, outInterrupted, "")
+		case err != nil:
+			return failed(err)
+		case out.Running:
+			keep := activities.RetireOthersInput{ProcessGUID: r.st.ProcessGUID, Keep: s.def, Index: s.index}
+			if err := r.local(dctx, keep, acts.RetireOthers, nil); err != nil {
+				return failed(err)
+			}
+			return stepResult{out: outUpdated}
+		case out.GivenUp:
+			return r.retire(dctx, in, outGivenUp, out.Reason)
+		case out.Beyond:
+			return r.retire(dctx, in, outBeyond, "")
+		case out.Missing:
+			if err := r.local(dctx, in, acts.DesireInstance, nil); err != nil {
+				return failed(err)
+			}
+		default:
+			return failed(temporal.NewNonRetryableApplicationError("AwaitRunning returned no outcome", string(model.ErrUnknown), nil))
+		}
+	}
+}
+
+func (r *rollout) retire(ctx workflow.Context, in activities.InstanceInput, o outcome, reason string) stepResult {
+	if err := r.local(ctx, in, acts.RetireInstance, nil); err != nil {
+		return failed(err)
+	}
+	return stepResult{out: o, reason: reason}
+}
+
+func failed(err error) stepResult {
+	if isNotFound(err) {
+		return stepResult{out: outGone, err: err}
+	}
+	return stepResult{out: outError, err: err}
+}
+
+// stepDone applies a finished step to the carried state.
+func (r *rollout) stepDone(res stepResult) {
+	s := res.s
+	r.inFlight = slices.DeleteFunc(r.inFlight, func(x *step) bool { return x == s })
+	r.steps++
+	switch res.out {
+	case outUpdated:
+		if s.back {
+			r.st.Replaced = remove(r.st.Replaced, s.index)
+			r.st.Updated = remove(r.st.Updated, s.index)
+			break
+		}
+		r.st.Replaced = insert(r.st.Replaced, s.index)
+		if s.def == r.st.ToDefinitionID {
+			r.st.Updated = insert(r.st.Updated, s.index)
+			r.st.Healthy = true
+		}
+	case outGivenUp:
+		if s.def == r.st.ToDefinitionID {
+			r.st.GivenUp = insert(r.st.GivenUp, s.index)
+			workflow.GetLogger(r.ctx).Warn("gave up an index", "index", s.index, "definition_id", s.def, "reason", res.reason)
+		}
+	case outBeyond:
+		if s.back {
+			r.st.Replaced = remove(r.st.Replaced, s.index)
+		}
+	case outGone, outError:
+		r.stop(res.err)
+	}
+}
+
+func insert(xs []int32, x int32) []int32 {
+	if i, found := slices.BinarySearch(xs, x); !found {
+		xs = slices.Insert(xs, i, x)
+	}
+	return xs
+}
+
+func remove(xs []int32, x int32) []int32 {
+	return slices.DeleteFunc(xs, func(y int32) bool { return y == x })
+}
