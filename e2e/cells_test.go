@@ -12,18 +12,20 @@ import (
 
 // devStack is `bbs dev` started for a test, with its API client.
 type devStack struct {
-	p   *process
-	api client
+	p                    *process
+	api                  client
+	pgPort, temporalPort int
 }
 
 func startDev(t *testing.T, extra ...string) *devStack {
 	t.Helper()
 	bin := temporalBin(t)
-	apiPort := freePort(t)
+	apiPort, pgPort, temporalPort := freePort(t), freePort(t), freePort(t)
 	args := append([]string{"dev", "--data-dir", t.TempDir(), "--listen", fmt.Sprintf("127.0.0.1:%d", apiPort),
-		"--pg-port", fmt.Sprint(freePort(t)), "--temporal-bin", bin,
-		"--temporal-port", fmt.Sprint(freePort(t)), "--temporal-ui-port", fmt.Sprint(freePort(t))}, extra...)
-	d := &devStack{p: start(t, nil, args...), api: client{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", apiPort)}}
+		"--pg-port", fmt.Sprint(pgPort), "--temporal-bin", bin,
+		"--temporal-port", fmt.Sprint(temporalPort), "--temporal-ui-port", fmt.Sprint(freePort(t))}, extra...)
+	d := &devStack{p: start(t, nil, args...), api: client{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", apiPort)},
+		pgPort: pgPort, temporalPort: temporalPort}
 	d.p.waitOutput(t, "Ctrl-C stops everything", 2*time.Minute)
 	t.Cleanup(func() { d.p.cmd.Process.Signal(syscall.SIGINT); <-d.p.done })
 	return d

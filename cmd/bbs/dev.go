@@ -30,6 +30,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 	uiPort := fs.Int("temporal-ui-port", 8233, "Temporal Web UI port")
 	logLevel := fs.String("log-level", envOr("BBS_LOG_LEVEL", "info"), "debug, info, warn or error [BBS_LOG_LEVEL]")
 	nCells := fs.Int("cells", 3, "cell agents to run")
+	noWorker := fs.Bool("no-worker", false, "do not run the worker (placement, convergence, rollouts) in this process: for running `bbs worker` separately")
 	convergeEvery := fs.Duration("convergence-interval", envDuration("BBS_CONVERGENCE_INTERVAL", workflows.DefaultConvergenceInterval), "how often convergence runs [BBS_CONVERGENCE_INTERVAL]")
 	nZones := fs.Int("zones", 2, "zones to spread the cells over")
 	cellExecutor := fs.String("cell-executor", "process", "process (real local processes) or sim")
@@ -113,15 +114,20 @@ func runDevCommand(ctx context.Context, args []string) error {
 		log.Info("stopping the API")
 		a.stop()
 	}()
-	w, c, err := startWorker(ctx, tf, store, *convergeEvery, cell.NewClient(nil), log)
-	if err != nil {
-		return err
+	workerLine := fmt.Sprintf("task queue %q", worker.TaskQueue)
+	if *noWorker {
+		workerLine = "not started (--no-worker): run `bbs worker` yourself"
+	} else {
+		w, c, err := startWorker(ctx, tf, store, *convergeEvery, cell.NewClient(nil), log)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		defer func() {
+			log.Info("stopping the worker")
+			w.Stop()
+		}()
 	}
-	defer c.Close()
-	defer func() {
-		log.Info("stopping the worker")
-		w.Stop()
-	}()
 
 	log.Info("starting cells", zap.Int("cells", *nCells), zap.Int("zones", *nZones))
 	cells, err := startDevCells(ctx, store, *nCells, *nZones, a.url(), *cellExecutor, dir, log)
@@ -143,13 +149,13 @@ BBS dev stack is up:
   API           %s        try: curl -s -XPOST %s/v1/ping
   Temporal UI   http://localhost:%d
   Temporal      %s (namespace default, state in %s, log %s)
-  Worker        task queue %q
+  Worker        %s
   PostgreSQL    %s %s
 %s
 Ctrl-C stops everything; the next 'make run' resumes with the data kept.
 
 `, a.url(), a.url(), *uiPort, ts.Address(), filepath.Join(*dataDir, "temporal.db"),
-		filepath.Join(*dataDir, "temporal.log"), worker.TaskQueue, redact(dbURL), pgNote, cellLines)
+		filepath.Join(*dataDir, "temporal.log"), workerLine, redact(dbURL), pgNote, cellLines)
 
 	<-ctx.Done()
 	fmt.Println()
