@@ -13,9 +13,6 @@ import (
 	"github.com/updatable-lrps/bbs/cell"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/events"
-	"github.com/updatable-lrps/bbs/worker"
-	"github.com/updatable-lrps/bbs/workflows"
-	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 )
 
@@ -29,6 +26,8 @@ func runAPICommand(ctx context.Context, args []string) error {
 	peerTLS.register(fs)
 	var tf temporalFlags
 	tf.register(fs)
+	var rf rolloutFlags
+	rf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -55,7 +54,7 @@ func runAPICommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer temporal.Close()
-	a, err := startAPI(ctx, store, *listenAddr, tlsOpts, cell.NewClient(cellTLS), temporal, log)
+	a, err := startAPI(ctx, store, *listenAddr, tlsOpts, cell.NewClient(cellTLS), rf.client(temporal), log)
 	if err != nil {
 		return err
 	}
@@ -96,7 +95,7 @@ type runningAPI struct {
 
 // startAPI serves the API on addr. It answers Unavailable until the migrations, which it
 // applies under an advisory lock, are in place.
-func startAPI(ctx context.Context, store *db.Store, addr string, tlsOpts tlsFlags, cells *cell.Client, temporal client.Client, log *zap.Logger) (*runningAPI, error) {
+func startAPI(ctx context.Context, store *db.Store, addr string, tlsOpts tlsFlags, cells *cell.Client, rollouts api.Rollouts, log *zap.Logger) (*runningAPI, error) {
 	ln, isTLS, err := listen(addr, tlsOpts)
 	if err != nil {
 		return nil, err
@@ -104,7 +103,7 @@ func startAPI(ctx context.Context, store *db.Store, addr string, tlsOpts tlsFlag
 	hub := events.NewHub(store, store.URL(), events.Options{}, log)
 	stopper := &cell.Stopper{Cells: store, Client: cells}
 	server := api.NewServer(store, stopper, log).WithEvents(hub).
-		WithRollouts(&workflows.RolloutClient{Client: temporal, TaskQueue: worker.TaskQueue})
+		WithRollouts(rollouts)
 	a := &runningAPI{
 		http: &http.Server{
 			Handler:           server,

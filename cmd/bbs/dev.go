@@ -30,6 +30,8 @@ func runDevCommand(ctx context.Context, args []string) error {
 	uiPort := fs.Int("temporal-ui-port", 8233, "Temporal Web UI port")
 	logLevel := fs.String("log-level", envOr("BBS_LOG_LEVEL", "info"), "debug, info, warn or error [BBS_LOG_LEVEL]")
 	nCells := fs.Int("cells", 3, "cell agents to run")
+	var rf rolloutFlags
+	rf.register(fs)
 	noWorker := fs.Bool("no-worker", false, "do not run the worker (placement, convergence, rollouts) in this process: for running `bbs worker` separately")
 	convergeEvery := fs.Duration("convergence-interval", envDuration("BBS_CONVERGENCE_INTERVAL", workflows.DefaultConvergenceInterval), "how often convergence runs [BBS_CONVERGENCE_INTERVAL]")
 	nZones := fs.Int("zones", 2, "zones to spread the cells over")
@@ -106,7 +108,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer temporal.Close()
-	a, err := startAPI(ctx, store, *apiAddr, tlsFlags{}, cell.NewClient(nil), temporal, log)
+	a, err := startAPI(ctx, store, *apiAddr, tlsFlags{}, cell.NewClient(nil), rf.client(temporal), log)
 	if err != nil {
 		return err
 	}
@@ -118,7 +120,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 	if *noWorker {
 		workerLine = "not started (--no-worker): run `bbs worker` yourself"
 	} else {
-		w, c, err := startWorker(ctx, tf, store, *convergeEvery, cell.NewClient(nil), log)
+		w, c, err := startWorker(ctx, tf, store, *convergeEvery, rf, cell.NewClient(nil), log)
 		if err != nil {
 			return err
 		}

@@ -28,6 +28,21 @@ func (t *temporalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.namespace, "temporal-namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace [TEMPORAL_NAMESPACE]")
 }
 
+// rolloutFlags tune the rollouts this process starts (the API) or resumes (the worker).
+type rolloutFlags struct {
+	maxInFlight   int
+	indexDeadline time.Duration
+}
+
+func (r *rolloutFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&r.maxInFlight, "rollout-max-in-flight", envInt("BBS_ROLLOUT_MAX_IN_FLIGHT", 1), "indices a rollout replaces at once (1 as in Cloud Foundry) [BBS_ROLLOUT_MAX_IN_FLIGHT]")
+	fs.DurationVar(&r.indexDeadline, "rollout-index-deadline", envDuration("BBS_ROLLOUT_INDEX_DEADLINE", workflows.DefaultIndexDeadline), "once the new definition has run, how long an index may take to start before it is given up [BBS_ROLLOUT_INDEX_DEADLINE]")
+}
+
+func (r rolloutFlags) client(c client.Client) *workflows.RolloutClient {
+	return &workflows.RolloutClient{Client: c, TaskQueue: worker.TaskQueue, MaxInFlight: r.maxInFlight, IndexDeadline: r.indexDeadline}
+}
+
 // lazyClient connects on first use, so that the API serves (and answers Unavailable for
 // rollouts) while Temporal is away.
 func (t *temporalFlags) lazyClient(log *zap.Logger) (client.Client, error) {
@@ -57,6 +72,8 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 	tf.register(fs)
 	var peerTLS clientTLSFlags
 	peerTLS.register(fs)
+	var rf rolloutFlags
+	rf.register(fs)
 	every := fs.Duration("convergence-interval", envDuration("BBS_CONVERGENCE_INTERVAL", workflows.DefaultConvergenceInterval), "how often convergence runs [BBS_CONVERGENCE_INTERVAL]")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -82,7 +99,7 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	w, c, err := startWorker(ctx, tf, store, *every, cell.NewClient(cellTLS), log)
+	w, c, err := startWorker(ctx, tf, store, *every, rf, cell.NewClient(cellTLS), log)
 	if err != nil {
 		return err
 	}
@@ -96,7 +113,7 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 // convergence schedule runs every `every`, and runs placement (which leads in one worker
 // process at a time) and the cell watch (which triggers convergence when a cell vanishes)
 // until ctx ends.
-func startWorker(ctx context.Context, tf temporalFlags, store *db.Store, every time.Duration, cells *cell.Client, log *zap.Logger) (sdkworker.Worker, client.Client, error) {
+func startWorker(ctx context.Context, tf temporalFlags, store *db.Store, every time.Duration, rf rolloutFlags, cells *cell.Client, log *zap.Logger) (sdkworker.Worker, client.Client, error) {
 	c, err := tf.dial(ctx, log)
 	if err != nil {
 		return nil, nil, err
@@ -105,7 +122,7 @@ func startWorker(ctx context.Context, tf temporalFlags, store *db.Store, every t
 	waiter := activities.NewPGWaiter(store.URL(), log)
 	go func() { <-ctx.Done(); waiter.Close() }()
 	w := worker.New(c, worker.Deps{Store: store, Stopper: stopper, Waiter: waiter, Log: log,
-		Rollouts: &workflows.RolloutClient{Client: c, TaskQueue: worker.TaskQueue}})
+		Rollouts: rf.client(c)})
 	if err := w.Start(); err != nil {
 		c.Close()
 		return nil, nil, fmt.Errorf("start worker: %w", err)
