@@ -5,7 +5,7 @@ TEMPORAL_VERSION := v1.5.1
 # The temporal CLI on PATH if there is one, else the pinned build in bin/.
 TEMPORAL  ?= $(or $(shell command -v temporal 2>/dev/null),$(CURDIR)/bin/temporal)
 
-.PHONY: run test test-short fuzz build vet fmt clean doctor
+.PHONY: run test test-short fuzz bench build vet fmt clean doctor
 
 build: bin/bbs
 
@@ -24,6 +24,11 @@ run: bin/bbs $(TEMPORAL)
 ## test: every test, against a throwaway PostgreSQL unless DATABASE_URL is set.
 test: $(TEMPORAL)
 	TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 20m ./...
+
+## bench: the rollout benchmarks (figures recorded in docs/BENCHMARKS.md).
+bench: $(TEMPORAL)
+	TEMPORAL_BIN=$(TEMPORAL) $(GO) test ./bench -run '^$$' -bench . -benchtime 1x -timeout 60m -v
+	TEMPORAL_BIN=$(TEMPORAL) $(GO) test ./auction -run '^$$' -bench . -benchtime 3x
 
 ## fuzz: run the request-decoding fuzzer for a while (the corpus is replayed by `make test`).
 fuzz:

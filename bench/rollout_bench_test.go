@@ -1,0 +1,170 @@
+// Package bench holds the benchmarks `make bench` runs; their figures go to
+// docs/BENCHMARKS.md. Each builds the whole system in one process (internal/testcluster):
+// the API on PostgreSQL, placement, sim cells, and a Temporal dev server with the worker.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/updatable-lrps/bbs/internal/dbtest"
+	"github.com/updatable-lrps/bbs/internal/testcluster"
+	"github.com/updatable-lrps/bbs/model"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+var ctx = context.Background()
+
+// instantLRP is an LRP whose sim instances are RUNNING as soon as they start (no monitor),
+// so that a rollout's time is all orchestration.
+func instantLRP(guid string, instances int32) *model.DesiredLRP {
+	return &model.DesiredLRP{
+		ProcessGUID: guid, Domain: "bench", Instances: instances,
+		LRPDefinition: model.LRPDefinition{RootFS: "preloaded:cflinuxfs4", MemoryMB: 16, DiskMB: 16,
+			Action: &model.Action{Run: &model.RunAction{Path: "/app"}}},
+	}
+}
+
+func nextDefinition(id string) *model.LRPDefinition {
+	d := instantLRP("x", 1).LRPDefinition
+	d.DefinitionID = id
+	d.Env = []model.EnvironmentVariable{{Name: "VERSION", Value: id}}
+	return &d
+}
+
+func waitRunning(b *testing.B, c *testcluster.Cluster, want int, within time.Duration) {
+	b.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var n int
+		if err := c.Store.DB().GetContext(ctx, &n, `SELECT count(*) FROM actual_lrps WHERE state = 'RUNNING'`); err != nil {
+			b.Fatal(err)
+		}
+		if n == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d instances RUNNING after %s", n, want, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func waitRollouts(b *testing.B, c *testcluster.Cluster, want int, within time.Duration) {
+	b.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var n int
+		if err := c.Store.DB().GetContext(ctx, &n, `SELECT count(*) FROM rollouts WHERE state = 'completed'`); err != nil {
+			b.Fatal(err)
+		}
+		if n == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d rollouts completed after %s", n, want, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// indexDurations are the times between consecutive index completions of one rollout, read
+// from the rollout_changed events the workflow writes after every index.
+func indexDurations(b *testing.B, c *testcluster.Cluster, guid string, start time.Time) []time.Duration {
+	var rows []struct {
+		At      time.Time `db:"created_at"`
+		Updated int       `db:"updated"`
+	}
+	if err := c.Store.DB().SelectContext(ctx, &rows, `SELECT created_at, (data->>'updated_instances')::int AS updated
+FROM events WHERE name = 'rollout_changed' AND data->>'process_guid' = $1 AND data->>'state' = 'active'
+ORDER BY id`, guid); err != nil {
+		b.Fatal(err)
+	}
+	var out []time.Duration
+	prev, seen := start, 0
+	for _, r := range rows {
+		if r.Updated > seen {
+			out = append(out, r.At.Sub(prev))
+			prev, seen = r.At, r.Updated
+		}
+	}
+	return out
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[int(p*float64(len(s)-1))]
+}
+
+// BenchmarkRolloutStep50 measures the orchestration one index of a rollout costs: a
+// 50-instance LRP whose instances run the moment they start is rolled to a new definition,
+// and every index's time — desire the new instance, place it, the cell claims and starts it,
+// the wait sees it RUNNING, retire the old one — is read from the store's events.
+func BenchmarkRolloutStep50(b *testing.B) {
+	c := testcluster.New(b, testcluster.Options{Cells: 10, Zones: 2, Temporal: true,
+		Capacity: model.CellCapacity{MemoryMB: 8192, DiskMB: 8192, Containers: 100}})
+	var all []time.Duration
+	for i := 0; i < b.N; i++ {
+		guid := fmt.Sprintf("step50-%d", i)
+		if err := c.BBS.DesireLRP(ctx, instantLRP(guid, 50)); err != nil {
+			b.Fatal(err)
+		}
+		waitRunning(b, c, 50*(i+1), time.Minute)
+		start := time.Now()
+		if err := c.BBS.UpdateDesiredLRP(ctx, guid, &model.DesiredLRPUpdate{Definition: nextDefinition("v2")}); err != nil {
+			b.Fatal(err)
+		}
+		waitRollouts(b, c, i+1, 5*time.Minute)
+		took := time.Since(start)
+		d := indexDurations(b, c, guid, start)
+		all = append(all, d...)
+		b.Logf("50-instance rollout %d: %s in all, %s per index on average", i, took.Round(time.Millisecond), (took / 50).Round(time.Millisecond))
+	}
+	b.ReportMetric(float64(percentile(all, 0.5).Microseconds())/1000, "ms/index-p50")
+	b.ReportMetric(float64(percentile(all, 0.9).Microseconds())/1000, "ms/index-p90")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkThousandRollouts starts 1,000 rollouts of 4-instance LRPs at once and reports the
+// index steps completed per second until all have finished.
+func BenchmarkThousandRollouts(b *testing.B) {
+	const lrps, perLRP = 1000, 4
+	c := testcluster.New(b, testcluster.Options{Cells: 40, Zones: 2, Temporal: true,
+		Capacity: model.CellCapacity{MemoryMB: 16384, DiskMB: 16384, Containers: 250}})
+	for i := 0; i < b.N; i++ {
+		parallel(b, lrps, func(j int) error { return c.BBS.DesireLRP(ctx, instantLRP(fmt.Sprintf("r%d-%04d", i, j), perLRP)) })
+		waitRunning(b, c, lrps*perLRP*(i+1), 5*time.Minute)
+		start := time.Now()
+		parallel(b, lrps, func(j int) error {
+			return c.BBS.UpdateDesiredLRP(ctx, fmt.Sprintf("r%d-%04d", i, j), &model.DesiredLRPUpdate{Definition: nextDefinition("v2")})
+		})
+		waitRollouts(b, c, lrps*(i+1), 20*time.Minute)
+		took := time.Since(start)
+		b.ReportMetric(float64(lrps*perLRP)/took.Seconds(), "index-steps/s")
+		b.ReportMetric(took.Seconds(), "s/1000-rollouts")
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+func parallel(b *testing.B, n int, f func(i int) error) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := f(i); err != nil {
+				b.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+}
