@@ -248,7 +248,7 @@ func (r *Rollouts) AwaitRunning(ctx context.Context, in AwaitRunningInput) (Awai
 	// still wakes us.
 	var changes <-chan struct{}
 	if r.Waiter != nil {
-		ch, stop := r.Waiter.Changes(ctx)
+		ch, stop := r.Waiter.Changes(ctx, in.ProcessGUID)
 		defer stop()
 		changes = ch
 	}

@@ -102,7 +102,7 @@ type fakeWaiter struct {
 	subs []chan struct{}
 }
 
-func (w *fakeWaiter) Changes(context.Context) (<-chan struct{}, func()) {
+func (w *fakeWaiter) Changes(context.Context, string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	w.mu.Lock()
 	w.subs = append(w.subs, ch)
@@ -311,12 +311,12 @@ func TestPGWaiterFansOutOneListener(t *testing.T) {
 	chans := make([]<-chan struct{}, n)
 	stops := make([]func(), n)
 	for i := range n {
-		chans[i], stops[i] = w.Changes(ctx)
+		chans[i], stops[i] = w.Changes(ctx, "app")
 	}
 	// The listener connects in the background: notify until the first subscriber hears.
 	for {
 		for range 5 {
-			if _, err := store.DB().ExecContext(ctx, `SELECT pg_notify('bbs_events', '')`); err != nil {
+			if _, err := store.DB().ExecContext(ctx, `SELECT pg_notify('bbs_lrp_changes', 'app')`); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -371,6 +371,38 @@ WHERE datname = current_database() AND query ILIKE 'LISTEN%'`); err != nil {
 	}
 }
 
+// Another LRP's changes do not wake a wait.
+func TestPGWaiterWakesOnlyTheChangedLRP(t *testing.T) {
+	store := dbtest.NewStore(t)
+	w := activities.NewPGWaiter(store.URL(), zaptest.NewLogger(t))
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mine, stopMine := w.Changes(ctx, "app")
+	defer stopMine()
+	other, stopOther := w.Changes(ctx, "other")
+	defer stopOther()
+	for {
+		if _, err := store.DB().ExecContext(ctx, `INSERT INTO events (name, data) VALUES ('desired_lrp_created', '{"process_guid": "other"}')`); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-other:
+		case <-time.After(100 * time.Millisecond):
+			if ctx.Err() != nil {
+				t.Fatal("no notification arrived")
+			}
+			continue
+		}
+		break
+	}
+	select {
+	case <-mine:
+		t.Fatal("a change of another LRP woke this wait")
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
 // AwaitRunning over the real waiter: a commit in PostgreSQL wakes it.
 func TestAwaitRunningWokenByPostgreSQL(t *testing.T) {
 	store := dbtest.NewStore(t)
@@ -386,7 +418,8 @@ func TestAwaitRunningWokenByPostgreSQL(t *testing.T) {
 		s.set("def2", 0, model.StateRunning)
 		// Keep notifying until it lands: the listener may still be connecting.
 		for w.Subscribers() != 0 {
-			_, _ = store.DB().Exec(`SELECT pg_notify('bbs_events', '')`)
+			// An event of this LRP, as a cell's start report writes: its trigger names the LRP.
+			_, _ = store.DB().Exec(`INSERT INTO events (name, data) VALUES ('actual_lrp_instance_changed', '{"before": {}, "after": {"process_guid": "app"}}')`)
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()

@@ -10,17 +10,18 @@ import (
 	"go.uber.org/zap"
 )
 
-// Waiter says when the store may have changed, so that waits re-check at once instead of
+// Waiter says when an LRP may have changed, so that waits re-check at once instead of
 // polling. Changes returns a channel that receives (coalesced: at most one pending value)
-// after each change, and a function that ends the subscription; the subscription also ends
-// with ctx. The channel is never closed, so a select on it never spins.
+// after each change of the LRP, and a function that ends the subscription; the subscription
+// also ends with ctx. The channel is never closed, so a select on it never spins.
 type Waiter interface {
-	Changes(ctx context.Context) (<-chan struct{}, func())
+	Changes(ctx context.Context, processGUID string) (<-chan struct{}, func())
 }
 
-// PGWaiter is a Waiter over PostgreSQL notifications on db.EventsChannel. It holds one
-// listening connection however many waits subscribe: 1,000 rollouts waiting for their
-// instances must not hold 1,000 connections.
+// PGWaiter is a Waiter over PostgreSQL notifications on db.LRPChangesChannel, whose payload
+// names the LRP that changed. It holds one listening connection however many waits
+// subscribe, and wakes only the waits of that LRP: 1,000 rollouts waiting for their
+// instances must neither hold 1,000 connections nor all re-check on every change.
 type PGWaiter struct {
 	listener *pq.Listener
 	log      *zap.Logger
@@ -28,7 +29,7 @@ type PGWaiter struct {
 	closed   sync.Once
 
 	mu   sync.Mutex
-	subs map[chan struct{}]struct{}
+	subs map[string]map[chan struct{}]struct{} // by process guid
 }
 
 // NewPGWaiter listens on dbURL's db.EventsChannel until Close. The connection is made (and
@@ -38,7 +39,7 @@ func NewPGWaiter(dbURL string, log *zap.Logger) *PGWaiter {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	w := &PGWaiter{log: log.Named("waiter"), done: make(chan struct{}), subs: map[chan struct{}]struct{}{}}
+	w := &PGWaiter{log: log.Named("waiter"), done: make(chan struct{}), subs: map[string]map[chan struct{}]struct{}{}}
 	w.listener = pq.NewListener(dbURL, 100*time.Millisecond, 10*time.Second, func(ev pq.ListenerEventType, err error) {
 		if err != nil {
 			w.log.Warn("change listener", zap.Error(err))
@@ -46,7 +47,7 @@ func NewPGWaiter(dbURL string, log *zap.Logger) *PGWaiter {
 	})
 	go func() {
 		// Listen blocks until the server acknowledges, possibly across reconnects.
-		if err := w.listener.Listen(db.EventsChannel); err != nil {
+		if err := w.listener.Listen(db.LRPChangesChannel); err != nil {
 			select {
 			case <-w.done:
 			default:
@@ -64,38 +65,54 @@ func (w *PGWaiter) run() {
 		case <-w.done:
 			return
 		// pq sends nil after a reconnect: notifications may have been lost meanwhile, so
-		// everyone re-checks then too.
-		case _, ok := <-w.listener.Notify:
+		// everyone re-checks then.
+		case n, ok := <-w.listener.Notify:
 			if !ok {
 				return
 			}
-			w.broadcast()
+			if n == nil {
+				w.wake("")
+			} else {
+				w.wake(n.Extra)
+			}
 		}
 	}
 }
 
-func (w *PGWaiter) broadcast() {
+// wake signals the waits of one LRP, or of every LRP when guid is "".
+func (w *PGWaiter) wake(guid string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for ch := range w.subs {
-		select {
-		case ch <- struct{}{}:
-		default: // one wake-up is already pending: it covers this change too
+	for g, subs := range w.subs {
+		if guid != "" && g != guid {
+			continue
+		}
+		for ch := range subs {
+			select {
+			case ch <- struct{}{}:
+			default: // one wake-up is already pending: it covers this change too
+			}
 		}
 	}
 }
 
 // Changes implements Waiter.
-func (w *PGWaiter) Changes(ctx context.Context) (<-chan struct{}, func()) {
+func (w *PGWaiter) Changes(ctx context.Context, processGUID string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	w.mu.Lock()
-	w.subs[ch] = struct{}{}
+	if w.subs[processGUID] == nil {
+		w.subs[processGUID] = map[chan struct{}]struct{}{}
+	}
+	w.subs[processGUID][ch] = struct{}{}
 	w.mu.Unlock()
 	var once sync.Once
 	cancel := func() {
 		once.Do(func() {
 			w.mu.Lock()
-			delete(w.subs, ch)
+			delete(w.subs[processGUID], ch)
+			if len(w.subs[processGUID]) == 0 {
+				delete(w.subs, processGUID)
+			}
 			w.mu.Unlock()
 		})
 	}
@@ -110,7 +127,11 @@ func (w *PGWaiter) Changes(ctx context.Context) (<-chan struct{}, func()) {
 func (w *PGWaiter) Subscribers() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.subs)
+	n := 0
+	for _, subs := range w.subs {
+		n += len(subs)
+	}
+	return n
 }
 
 // Close stops listening. Subscribed waits then only see their safety tick.

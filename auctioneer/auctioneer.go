@@ -44,6 +44,8 @@ type Options struct {
 	RetryFailed time.Duration
 	// Batch is the most instances one round places; default 10,000.
 	Batch int
+	// BatchWindow is how long a round waits after a notification for more; default 10 ms.
+	BatchWindow time.Duration
 }
 
 // Auctioneer runs placement rounds while it leads.
@@ -80,6 +82,9 @@ func New(store Store, cells Cells, opts Options, log *zap.Logger) *Auctioneer {
 	}
 	if opts.Batch <= 0 {
 		opts.Batch = 10000
+	}
+	if opts.BatchWindow <= 0 {
+		opts.BatchWindow = 10 * time.Millisecond
 	}
 	return &Auctioneer{store: store, cells: cells, opts: opts, log: log.Named("auctioneer"),
 		sent: map[slot]attempt{}, failed: map[slot]time.Time{}}
@@ -122,7 +127,22 @@ func (a *Auctioneer) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-listener.Notify:
+			// Many changes arrive together (a rollout step, a batch of claims): gather them
+			// for a moment so that one round places all they made waiting.
+			time.Sleep(a.opts.BatchWindow)
+			drain(listener.Notify)
 		case <-time.After(a.opts.Interval):
+		}
+	}
+}
+
+// drain empties a notification channel without blocking.
+func drain(ch <-chan *pq.Notification) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
 		}
 	}
 }

@@ -15,6 +15,10 @@ import (
 // appends events; listeners then read what is new.
 const EventsChannel = "bbs_events"
 
+// LRPChangesChannel carries, for every statement that appends events, the process guid of
+// each LRP they concern, so that a wait on one LRP wakes only for it.
+const LRPChangesChannel = "bbs_lrp_changes"
+
 // pendingEvent is an event to append in the current transaction.
 type pendingEvent struct {
 	name string
