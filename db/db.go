@@ -35,7 +35,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	d.SetMaxOpenConns(32)
-	d.SetMaxIdleConns(16)
+	d.SetMaxIdleConns(32) // as many as open: reconnecting costs PostgreSQL a fork
 	d.SetConnMaxIdleTime(5 * time.Minute)
 	if err := d.PingContext(ctx); err != nil {
 		d.Close()
