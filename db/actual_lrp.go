@@ -29,11 +29,13 @@ type actualRow struct {
 	CrashReason       string `db:"crash_reason"`
 	ModificationEpoch string `db:"modification_epoch"`
 	ModificationIndex uint32 `db:"modification_index"`
+	// Retiring marks an instance handed to its cell to stop for good (see migration 0004).
+	Retiring bool `db:"retiring"`
 }
 
 const actualColumns = `process_guid, definition_id, instance_index, presence, domain, state,
     instance_guid, cell_id, address, ports, instance_address, placement_error, since,
-    crash_count, crash_reason, modification_epoch, modification_index`
+    crash_count, crash_reason, modification_epoch, modification_index, retiring`
 
 func (r *actualRow) model() (model.ActualLRP, error) {
 	a := model.ActualLRP{

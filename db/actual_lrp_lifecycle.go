@@ -236,7 +236,7 @@ func (s *Store) CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik m
 		if err != nil {
 			return err
 		}
-		if !wanted {
+		if !wanted || row.Retiring {
 			if err := deleteInstance(ctx, tx, &before); err != nil {
 				return err
 			}

@@ -156,6 +156,21 @@ ORDER BY a.process_guid, a.instance_index, a.definition_id`)
 		if err != nil {
 			return err
 		}
+		// Instances a rollout retired are explicit stops, not convergence's own judgement,
+		// so no freshness gate: their records go once their cells report (or, on a vanished
+		// cell, at once — they must not be replaced).
+		gone, err := selectActual(ctx, tx, `DELETE FROM actual_lrps a WHERE a.retiring AND NOT `+cellFresh+`
+RETURNING `+actualColumns)
+		if err != nil {
+			return err
+		}
+		removed = append(removed, gone...)
+		retiring, err := selectActual(ctx, tx, `SELECT `+actualColumns+` FROM actual_lrps a WHERE a.retiring
+ORDER BY a.process_guid, a.instance_index, a.definition_id`)
+		if err != nil {
+			return err
+		}
+		running = append(running, retiring...)
 		res.ExtrasRemoved, res.ExtrasToStop = len(removed), len(running)
 		for _, a := range removed {
 			if a.CellID != "" {

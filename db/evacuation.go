@@ -24,6 +24,14 @@ func (s *Store) UnclaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik
 			return model.Errorf(model.ErrInvalidStateTransition, "instance %s/%d is %s on %q; only its own cell can unclaim it",
 				before.ProcessGUID, before.Index, before.State, before.CellID)
 		}
+		if row.Retiring {
+			// Being retired anyway: gone rather than placed again.
+			out = before
+			if err := deleteInstance(ctx, tx, &before); err != nil {
+				return err
+			}
+			return appendEvents(ctx, tx, event(model.EventActualLRPRemoved, before))
+		}
 		if out, err = writeInstance(ctx, tx, unclaimed(before, s.nowNanos())); err != nil {
 			return err
 		}

@@ -47,7 +47,9 @@ func (s *Store) DesiredInstances(ctx context.Context, guid string) (instances in
 }
 
 // DesireInstance makes sure an ORDINARY instance of def exists at index, creating it
-// UNCLAIMED (for placement) when there is none, and returns it.
+// UNCLAIMED (for placement) when there is none, and returns it. An index at or beyond the
+// LRP's instance count (a scale-down raced the walk) creates nothing and returns an
+// instance with no state.
 func (s *Store) DesireInstance(ctx context.Context, guid, def string, index int32) (*model.ActualLRP, error) {
 	var out model.ActualLRP
 	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
@@ -55,6 +57,13 @@ func (s *Store) DesireInstance(ctx context.Context, guid, def string, index int3
 			return err
 		}
 		if a, err := instanceInTx(ctx, tx, guid, def, index); err == nil {
+			// Wanted again (a supersede walking back over a given-up index): no longer
+			// retiring. A stop already sent may still end it; the walk then desires it anew.
+			if _, err := tx.ExecContext(ctx, `UPDATE actual_lrps SET retiring = false
+WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND presence = 'ORDINARY' AND retiring`,
+				guid, def, index); err != nil {
+				return err
+			}
 			out = *a
 			return nil
 		} else if !model.IsType(err, model.ErrResourceNotFound) {
@@ -65,9 +74,15 @@ func (s *Store) DesireInstance(ctx context.Context, guid, def string, index int3
     state, since, modification_epoch)
 SELECT l.process_guid, d.definition_id, $3, l.domain, 'UNCLAIMED', $4, gen_random_uuid()::text
 FROM desired_lrps l JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.definition_id = $2 AND d.live
-WHERE l.process_guid = $1
+WHERE l.process_guid = $1 AND $3 < l.instances
 RETURNING `+actualColumns, guid, def, index, s.nowNanos())
 		if err == sql.ErrNoRows {
+			instances, _, _, err := s.DesiredInstances(ctx, guid)
+			if err == nil && index >= instances {
+				// Scaled below this index since the walk read the count: nothing to start.
+				out = model.ActualLRP{ActualLRPKey: model.ActualLRPKey{ProcessGUID: guid, DefinitionID: def, Index: index}}
+				return nil
+			}
 			return model.Errorf(model.ErrResourceNotFound, "LRP %q has no live definition %q", guid, def)
 		}
 		if err != nil {
@@ -120,8 +135,9 @@ func (s *Store) RetireInstance(ctx context.Context, guid, def string, index int3
 	return s.retireAt(ctx, guid, index, `definition_id = $3`, def)
 }
 
-// retireAt deletes the matching UNCLAIMED and CRASHED instances at index and returns the
-// CLAIMED and RUNNING ones, which their cells must stop (the cells then remove the records).
+// retireAt deletes the matching UNCLAIMED and CRASHED instances at index and marks the
+// CLAIMED and RUNNING ones retiring and returns them: their cells must stop them (and then
+// remove the records), and until then a crash must not bring them back.
 func (s *Store) retireAt(ctx context.Context, guid string, index int32, match, def string) ([]model.ActualLRP, error) {
 	var toStop []model.ActualLRP
 	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
@@ -137,8 +153,9 @@ RETURNING `+actualColumns, guid, index, def); err != nil {
 			return err
 		}
 		rows = nil
-		if err := tx.SelectContext(ctx, &rows, `SELECT `+actualColumns+` FROM actual_lrps
-WHERE process_guid = $1 AND instance_index = $2 AND presence = 'ORDINARY' AND `+match, guid, index, def); err != nil {
+		if err := tx.SelectContext(ctx, &rows, `UPDATE actual_lrps SET retiring = true
+WHERE process_guid = $1 AND instance_index = $2 AND presence = 'ORDINARY' AND `+match+`
+RETURNING `+actualColumns, guid, index, def); err != nil {
 			return err
 		}
 		if toStop, err = actualModels(rows); err != nil {

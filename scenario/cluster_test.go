@@ -29,15 +29,26 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 var ctx = context.Background()
 
 type cluster struct {
-	t      *testing.T
-	store  *db.Store
-	bbs    *bbsclient.Client
-	url    string
-	cells  []*simCell
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	t       *testing.T
+	store   *db.Store
+	stopper *cell.Stopper
+	bbs     *bbsclient.Client
+	url     string
+	cells   []*simCell
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	// backend makes each cell's executor backend (nil: the plain sim backend).
+	backend func(seed int64) executor.Backend
+	// onStop runs, last added first, before the cluster's own parts stop (e.g. a Temporal
+	// worker whose activities use the store and the cells).
+	onStop []func()
 }
+
+// clusterOption adjusts a cluster before its API serves and its cells start: it may set
+// c.backend, wrap the API server (server.WithRollouts), start goroutines on c.ctx under c.wg,
+// and register c.onStop hooks.
+type clusterOption func(c *cluster, server *api.Server)
 
 type simCell struct {
 	id, zone string
@@ -48,7 +59,7 @@ type simCell struct {
 }
 
 // newCluster starts the API, placement and n sim cells spread over zones.
-func newCluster(t *testing.T, n, zones int, capacity model.CellCapacity) *cluster {
+func newCluster(t *testing.T, n, zones int, capacity model.CellCapacity, opts ...clusterOption) *cluster {
 	t.Helper()
 	log := zap.NewNop()
 	store := dbtest.NewStore(t)
@@ -56,10 +67,14 @@ func newCluster(t *testing.T, n, zones int, capacity model.CellCapacity) *cluste
 	stopper := &cell.Stopper{Cells: store, Client: cell.NewClient(nil)}
 	hub := events.NewHub(store, store.URL(), events.Options{GapWait: 200 * time.Millisecond, Poll: 200 * time.Millisecond}, log)
 	server := api.NewServer(store, stopper, log).WithEvents(hub)
+	c := &cluster{t: t, store: store, stopper: stopper}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	for _, opt := range opts {
+		opt(c, server)
+	}
 	server.MarkReady()
 	ts := httptest.NewServer(server)
-	c := &cluster{t: t, store: store, bbs: bbsclient.New(ts.URL, nil), url: ts.URL}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.bbs, c.url = bbsclient.New(ts.URL, nil), ts.URL
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); hub.Run(c.ctx) }()
 	placement := auctioneer.New(store, cell.NewClient(nil), auctioneer.Options{Interval: 200 * time.Millisecond, Resend: 5 * time.Second, RetryFailed: time.Second}, log)
@@ -69,6 +84,9 @@ func newCluster(t *testing.T, n, zones int, capacity model.CellCapacity) *cluste
 		c.addCell(fmt.Sprintf("cell-%03d", i+1), fmt.Sprintf("z%d", i%zones+1), capacity)
 	}
 	t.Cleanup(func() {
+		for i := len(c.onStop) - 1; i >= 0; i-- {
+			c.onStop[i]()
+		}
 		c.cancel()
 		for _, sc := range c.cells {
 			<-sc.done
@@ -80,7 +98,11 @@ func newCluster(t *testing.T, n, zones int, capacity model.CellCapacity) *cluste
 }
 
 func (c *cluster) addCell(id, zone string, capacity model.CellCapacity) *simCell {
-	exec := executor.New(sim.New(int64(len(c.cells)+1)), executor.Config{
+	var backend executor.Backend = sim.New(int64(len(c.cells) + 1))
+	if c.backend != nil {
+		backend = c.backend(int64(len(c.cells) + 1))
+	}
+	exec := executor.New(backend, executor.Config{
 		SkipPortProbe: true, PortRangeStart: 61000, PortRangeEnd: 63000,
 		MonitorInterval: 20 * time.Millisecond, HealthyMonitorInterval: time.Second, StopGracePeriod: 100 * time.Millisecond,
 	}, zap.NewNop())

@@ -190,6 +190,13 @@ func RolloutWorkflow(ctx workflow.Context, in RolloutInput) (RolloutOutput, erro
 		if r.drainSignals(false) {
 			continue
 		}
+		// Version 1: the walk may have ended on a count re-read after the last progress
+		// write (a scale-down mid-walk); record where it really ended.
+		if workflow.GetVersion(ctx, "final-progress", workflow.DefaultVersion, 1) == 1 {
+			if err := r.recordProgress(); err != nil {
+				return RolloutOutput{}, err
+			}
+		}
 		state, keep, prune := model.RolloutCompleted, r.st.ToDefinitionID, r.st.FromDefinitionID
 		if r.st.Canceling {
 			state, keep, prune = model.RolloutCanceled, r.st.FromDefinitionID, r.st.ToDefinitionID

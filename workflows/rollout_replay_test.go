@@ -170,7 +170,7 @@ type memWaiter struct {
 	subs map[chan struct{}]struct{}
 }
 
-func (w *memWaiter) Changes(context.Context) (<-chan struct{}, func()) {
+func (w *memWaiter) Changes(context.Context, string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	w.mu.Lock()
 	w.subs[ch] = struct{}{}

@@ -29,10 +29,14 @@ var (
 	counter   atomic.Int64
 )
 
-// Main runs a package's tests and stops the throwaway cluster, if one was started. Call it from
-// TestMain: func TestMain(m *testing.M) { dbtest.Main(m) }.
-func Main(m *testing.M) {
+// Main runs a package's tests, then the cleanups (e.g. stopping a Temporal dev server the
+// tests shared), and stops the throwaway cluster, if one was started. Call it from TestMain:
+// func TestMain(m *testing.M) { dbtest.Main(m) }.
+func Main(m *testing.M, cleanups ...func()) {
 	code := m.Run()
+	for _, f := range cleanups {
+		f()
+	}
 	if cluster != nil {
 		cluster.Stop()
 		os.RemoveAll(tmpDir)
