@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -336,4 +337,32 @@ func (r *Rollouts) FinishRollout(ctx context.Context, in FinishRolloutInput) (Em
 func (r *Rollouts) PruneDefinition(ctx context.Context, in PruneDefinitionInput) (PruneDefinitionOutput, error) {
 	pruned, err := r.Store.PruneDefinition(ctx, in.ProcessGUID, in.DefinitionID)
 	return PruneDefinitionOutput{Pruned: pruned}, nonRetryable(err)
+}
+
+// StartRollbackInput names the stored definition an operator asked to roll back to.
+type StartRollbackInput struct {
+	ProcessGUID  string `json:"process_guid"`
+	DefinitionID string `json:"definition_id"`
+}
+
+// StartRollbackOutput is the rollout row the rollback created.
+type StartRollbackOutput struct {
+	RolloutID        string `json:"rollout_id"`
+	FromDefinitionID string `json:"from_definition_id"`
+	ToDefinitionID   string `json:"to_definition_id"`
+	Kind             string `json:"kind"`
+}
+
+// StartRollback records a rollback signalled to a running rollout workflow (`temporal
+// workflow signal --name rollback`), superseding the rollout under way exactly as
+// /v1/lrp_deployments/activate would. An unknown (or pruned) definition is a non-retryable
+// ResourceNotFound: the workflow logs it and carries on.
+func (r *Rollouts) StartRollback(ctx context.Context, in StartRollbackInput) (StartRollbackOutput, error) {
+	st, err := r.Store.StartRollout(ctx, db.RolloutRequest{ProcessGUID: in.ProcessGUID, Kind: model.RolloutKindRollback,
+		DefinitionID: in.DefinitionID, Supersede: true})
+	if err != nil {
+		return StartRollbackOutput{}, nonRetryable(err)
+	}
+	return StartRollbackOutput{RolloutID: st.Rollout.ID, FromDefinitionID: st.Rollout.FromDefinitionID,
+		ToDefinitionID: st.Rollout.ToDefinitionID, Kind: st.Rollout.Kind}, nil
 }

@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 
+	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
 )
 
@@ -34,6 +35,9 @@ type RolloutStore interface {
 	// FinishRollout ends a rollout in state (completed, canceled or failed) with reason:
 	// completed and canceled clear the LRP's previous definition.
 	FinishRollout(ctx context.Context, id, state, reason string) error
+	// StartRollout records a new rollout (here: a rollback an operator signalled to the
+	// running workflow, superseding its rollout).
+	StartRollout(ctx context.Context, req db.RolloutRequest) (*db.RolloutStart, error)
 	// PruneDefinition retires def from the LRP's definitions map when no instance runs it and
 	// the LRP does not name it (seed 000); pruned says whether it did.
 	PruneDefinition(ctx context.Context, guid, def string) (pruned bool, err error)

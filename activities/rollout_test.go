@@ -86,6 +86,10 @@ func (f *fakeRolloutStore) BeginCancel(context.Context, string) error { return n
 func (f *fakeRolloutStore) FinishRollout(context.Context, string, string, string) error {
 	return nil
 }
+func (f *fakeRolloutStore) StartRollout(context.Context, db.RolloutRequest) (*db.RolloutStart, error) {
+	return nil, model.Errorf(model.ErrInvalidRequest, "not in this fake")
+}
+
 func (f *fakeRolloutStore) PruneDefinition(context.Context, string, string) (bool, error) {
 	return true, nil
 }

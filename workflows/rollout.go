@@ -23,6 +23,9 @@ const (
 	SignalResume = "resume"
 	// SignalSupersede carries a SupersedeSignal: a new definition during the rollout (seed 000).
 	SignalSupersede = "supersede"
+	// SignalRollback carries a RollbackSignal: roll to a stored definition instead (an
+	// operator's `temporal workflow signal --name rollback --input '{"definition_id": "v1"}'`).
+	SignalRollback = "rollback"
 	// QueryProgress returns a RolloutProgress.
 	QueryProgress = "progress"
 )
@@ -71,6 +74,13 @@ type RolloutInput struct {
 	Paused    bool `json:"paused,omitempty"`
 	// Superseded are the targets a supersede replaced, pruned when the rollout ends.
 	Superseded []string `json:"superseded,omitempty"`
+	// PendingRollback is a definition a rollback signal asked for, not yet recorded.
+	PendingRollback string `json:"pending_rollback,omitempty"`
+}
+
+// RollbackSignal is the payload of SignalRollback.
+type RollbackSignal struct {
+	DefinitionID string `json:"definition_id"`
 }
 
 // SupersedeSignal is the payload of SignalSupersede: the new rollout row and its target.
@@ -78,6 +88,10 @@ type SupersedeSignal struct {
 	RolloutID      string `json:"rollout_id"`
 	ToDefinitionID string `json:"to_definition_id"`
 	Kind           string `json:"kind,omitempty"`
+	// FromDefinitionID is the new row's from definition (what a cancel returns to); it
+	// differs from the run's only when the signal starts a new rollout after the last one
+	// finished. Empty (older signals) keeps the run's.
+	FromDefinitionID string `json:"from_definition_id,omitempty"`
 }
 
 // RolloutOutput is how the rollout ended.
@@ -158,6 +172,9 @@ func RolloutWorkflow(ctx workflow.Context, in RolloutInput) (RolloutOutput, erro
 		r.needBegin = true // BeginCancel is idempotent: a continued run repeats it safely.
 	}
 	for {
+		if r.st.PendingRollback != "" {
+			r.startRollback()
+		}
 		if r.needBegin {
 			err := r.local(r.ctx, activities.RolloutIDInput{RolloutID: r.st.RolloutID}, acts.BeginCancel, nil)
 			if hasType(err, model.ErrNoUpdateInProgress) {
@@ -203,8 +220,8 @@ func RolloutWorkflow(ctx workflow.Context, in RolloutInput) (RolloutOutput, erro
 		}
 		r.prune(keep, append([]string{prune}, r.st.Superseded...))
 		out, err := r.finish(state, "")
-		// A supersede that raced the finish is a new rollout: walk it in this run.
-		if err == nil && r.drainSignals(true) {
+		// A supersede (or rollback) that raced the finish is a new rollout: walk it in this run.
+		if err == nil && (r.drainSignals(true) || r.st.PendingRollback != "") {
 			continue
 		}
 		return out, err
@@ -226,11 +243,13 @@ type rollout struct {
 	goneErr     error // what was not found
 	err         error
 	needBegin   bool
+	// resumeAt is the forward index a refused rollback signal resumes at (-1: none).
+	resumeAt int32
 
 	// temporalCancel receives once when the workflow is cancelled through Temporal.
 	temporalCancel workflow.Channel
 
-	cancelCh, pauseCh, resumeCh, supersedeCh workflow.ReceiveChannel
+	cancelCh, pauseCh, resumeCh, supersedeCh, rollbackCh workflow.ReceiveChannel
 
 	searchable bool
 	published  [2]string // state and target last upserted
@@ -255,6 +274,7 @@ func newRollout(ctx workflow.Context, in RolloutInput) *rollout {
 		pauseCh:     workflow.GetSignalChannel(ctx, SignalPause),
 		resumeCh:    workflow.GetSignalChannel(ctx, SignalResume),
 		supersedeCh: workflow.GetSignalChannel(ctx, SignalSupersede),
+		rollbackCh:  workflow.GetSignalChannel(ctx, SignalRollback),
 		searchable:  workflow.GetTypedSearchAttributes(ctx).ContainsKey(SearchAttrProcessGUID),
 	}
 	// Every step runs in a context that a Temporal cancellation does not cancel: such a

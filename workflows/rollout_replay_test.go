@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/updatable-lrps/bbs/activities"
+	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/temporalzap"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/workflows"
@@ -63,6 +64,19 @@ func (m *memStore) RolloutByID(_ context.Context, id string) (*model.Rollout, er
 		st = model.RolloutActive
 	}
 	return &model.Rollout{ID: id, ProcessGUID: "app", State: st}, nil
+}
+
+// StartRollout records a rollback as a new rollout row (the rollback signal's path).
+func (m *memStore) StartRollout(_ context.Context, req db.RolloutRequest) (*db.RolloutStart, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if req.DefinitionID == "pruned" {
+		return nil, model.Errorf(model.ErrResourceNotFound, "no definition %q", req.DefinitionID)
+	}
+	id := fmt.Sprintf("rollback-%d", len(m.states))
+	m.states[id] = model.RolloutActive
+	return &db.RolloutStart{Rollout: &model.Rollout{ID: id, ProcessGUID: req.ProcessGUID, Kind: req.Kind,
+		FromDefinitionID: "def1", ToDefinitionID: req.DefinitionID, State: model.RolloutActive}}, nil
 }
 
 func (m *memStore) DesiredInstances(context.Context, string) (int32, string, bool, error) {

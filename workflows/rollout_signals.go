@@ -3,6 +3,7 @@ package workflows
 import (
 	"slices"
 
+	"github.com/updatable-lrps/bbs/activities"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -30,6 +31,49 @@ func (r *rollout) addSignals(sel workflow.Selector, changed *bool) {
 		c.Receive(r.ctx, &sig)
 		*changed = r.onSupersede(sig) || *changed
 	})
+	sel.AddReceive(r.rollbackCh, func(c workflow.ReceiveChannel, _ bool) {
+		var sig RollbackSignal
+		c.Receive(r.ctx, &sig)
+		*changed = r.onRollback(sig) || *changed
+	})
+}
+
+// onRollback notes a rollback an operator signalled; the main loop records it as a new
+// rollout (an activity, which a signal handler may not run) and switches the walk to it.
+func (r *rollout) onRollback(sig RollbackSignal) bool {
+	if sig.DefinitionID == "" {
+		return false
+	}
+	r.st.PendingRollback = sig.DefinitionID
+	// Where the forward walk must resume should the rollback be refused: the lowest index
+	// being replaced now, whose step the interruption abandons.
+	r.resumeAt = -1
+	for _, s := range r.inFlight {
+		if !s.back && (r.resumeAt < 0 || s.index < r.resumeAt) {
+			r.resumeAt = s.index
+		}
+	}
+	r.interrupted = true
+	r.interruptAll()
+	return true
+}
+
+// startRollback records the pending rollback and switches the walk to it, as a supersede.
+// A definition that cannot be rolled back to (never stored, or pruned) is logged and the
+// walk goes on as it was.
+func (r *rollout) startRollback() {
+	in := activities.StartRollbackInput{ProcessGUID: r.st.ProcessGUID, DefinitionID: r.st.PendingRollback}
+	r.st.PendingRollback = ""
+	var out activities.StartRollbackOutput
+	if err := r.local(r.ctx, in, acts.StartRollback, &out); err != nil {
+		workflow.GetLogger(r.ctx).Warn("rollback refused", "definition_id", in.DefinitionID, "error", err)
+		if r.resumeAt >= 0 && r.resumeAt < r.st.NextIndex && !r.st.Canceling {
+			r.st.NextIndex = r.resumeAt
+		}
+		return
+	}
+	r.onSupersede(SupersedeSignal{RolloutID: out.RolloutID, ToDefinitionID: out.ToDefinitionID, Kind: out.Kind,
+		FromDefinitionID: out.FromDefinitionID})
 }
 
 // drainSignals applies every pending signal without blocking and reports whether one
@@ -61,6 +105,11 @@ func (r *rollout) drainSignals(finished bool) bool {
 		if r.supersedeCh.ReceiveAsync(&sig) {
 			got = true
 			r.onSupersede(sig)
+		}
+		var rb RollbackSignal
+		if r.rollbackCh.ReceiveAsync(&rb) {
+			got = true
+			r.onRollback(rb)
 		}
 		if !got {
 			return r.interrupted
@@ -104,6 +153,9 @@ func (r *rollout) onSupersede(sig SupersedeSignal) bool {
 	}
 	r.st.Superseded = slices.DeleteFunc(r.st.Superseded, func(d string) bool { return d == sig.ToDefinitionID })
 	r.st.RolloutID = sig.RolloutID
+	if sig.FromDefinitionID != "" {
+		r.st.FromDefinitionID = sig.FromDefinitionID
+	}
 	r.st.ToDefinitionID = sig.ToDefinitionID
 	if sig.Kind != "" {
 		r.st.Kind = sig.Kind

@@ -58,7 +58,8 @@ func StartRollout(ctx context.Context, c client.Client, taskQueue string, in Rol
 // switches to the new target (seed 000), or starts the workflow with in if none is running:
 // the old run may have finished between the API's write and this call.
 func SupersedeRollout(ctx context.Context, c client.Client, taskQueue string, in RolloutInput) error {
-	sig := SupersedeSignal{RolloutID: in.RolloutID, ToDefinitionID: in.ToDefinitionID, Kind: in.Kind}
+	sig := SupersedeSignal{RolloutID: in.RolloutID, ToDefinitionID: in.ToDefinitionID, Kind: in.Kind,
+		FromDefinitionID: in.FromDefinitionID}
 	_, err := c.SignalWithStartWorkflow(ctx, RolloutWorkflowID(in.ProcessGUID), SignalSupersede, sig,
 		rolloutStartOptions(taskQueue, in), RolloutWorkflow, in)
 	if err != nil {

@@ -121,6 +121,14 @@ func newWorld(t *testing.T, instances int32) *world {
 			w.finished = append(w.finished, in)
 			return activities.Empty{}, nil
 		})
+	env.OnActivity(rollouts.StartRollback, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.StartRollbackInput) (activities.StartRollbackOutput, error) {
+			w.record("rollback " + in.DefinitionID)
+			if in.DefinitionID == "pruned" {
+				return activities.StartRollbackOutput{}, temporal.NewNonRetryableApplicationError("no such definition", string(model.ErrResourceNotFound), nil)
+			}
+			return activities.StartRollbackOutput{RolloutID: "rb", FromDefinitionID: "def1", ToDefinitionID: in.DefinitionID, Kind: model.RolloutKindRollback}, nil
+		})
 	env.OnActivity(rollouts.PruneDefinition, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.PruneDefinitionInput) (activities.PruneDefinitionOutput, error) {
 			w.record("prune " + in.DefinitionID)
@@ -395,6 +403,23 @@ func TestRolloutSupersedeRestartsAtZero(t *testing.T) {
 	}
 	if last := w.progress[len(w.progress)-1]; last.RolloutID != "r2" {
 		t.Fatalf("progress recorded on %q", last.RolloutID)
+	}
+}
+
+// An operator's rollback signal during a walk records a rollback rollout and walks to its
+// definition from index 0; one to a definition that is gone is refused and the walk goes on.
+func TestRolloutRollbackSignal(t *testing.T) {
+	w := newWorld(t, 3)
+	w.onAwait(awaitOf("def2", 1), time.Hour)
+	w.onAwait(notAwaitOf("def2", 1), 0)
+	w.signal(10*time.Minute, workflows.SignalRollback, workflows.RollbackSignal{DefinitionID: "pruned"})
+	w.signal(30*time.Minute, workflows.SignalRollback, workflows.RollbackSignal{DefinitionID: "def0"})
+	out := w.run(input())
+	if out.State != model.RolloutCompleted || out.RolloutID != "rb" || !w.has("rollback pruned") || !w.has("rollback def0") {
+		t.Fatalf("output %+v, calls %q", out, w.calls)
+	}
+	if !w.has("desire def0 0") || !w.has("desire def0 2") || !w.has("finish rb completed") || !w.has("prune def2") {
+		t.Fatalf("the walk did not switch to the rollback: %q", w.calls)
 	}
 }
 
