@@ -286,7 +286,10 @@ func (r *Rollouts) AwaitRunning(ctx context.Context, in AwaitRunningInput) (Awai
 func (r *Rollouts) checkRunning(ctx context.Context, in AwaitRunningInput) (AwaitRunningOutput, string, error) {
 	a, err := r.Store.Instance(ctx, in.ProcessGUID, in.DefinitionID, in.Index)
 	if err == nil {
-		if a.State == model.StateRunning {
+		// A retiring instance (still draining from an earlier walk over this index) is not
+		// the one to wait for: its stop is on its way; once its record goes, Missing makes
+		// the workflow desire a fresh one.
+		if a.State == model.StateRunning && !a.Retiring {
 			return AwaitRunningOutput{Running: true}, a.State, nil
 		}
 		state := a.State

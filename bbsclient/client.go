@@ -3,6 +3,7 @@
 package bbsclient
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -181,4 +183,59 @@ func (c *Client) RemoveDesiredLRP(ctx context.Context, guid string) error {
 // UpsertDomain marks a domain fresh for ttl (0: forever).
 func (c *Client) UpsertDomain(ctx context.Context, domain string, ttl time.Duration) error {
 	return c.post(ctx, "/v1/domains/upsert", map[string]any{"domain": domain, "ttl": int64(ttl / time.Second)}, nil)
+}
+
+// LRPDeployments lists LRPs with all their definitions.
+func (c *Client) LRPDeployments(ctx context.Context, f model.DesiredLRPFilter) ([]model.LRPDeployment, error) {
+	var resp struct {
+		LRPDeployments []model.LRPDeployment `json:"lrp_deployments"`
+	}
+	err := c.post(ctx, "/v1/lrp_deployments/list", f, &resp)
+	return resp.LRPDeployments, err
+}
+
+// Events streams the BBS events (GET /v1/events/lrp_instances) until ctx ends or the
+// stream breaks; the channel then closes. Callers resync after a break: events in between
+// are not replayed.
+func (c *Client) Events(ctx context.Context) (<-chan model.Event, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/events/lrp_instances", nil)
+	if err != nil {
+		return nil, err
+	}
+	streaming := &http.Client{Transport: c.http.Transport} // no overall timeout on a stream
+	res, err := streaming.Do(req)
+	if err != nil {
+		return nil, &model.Error{Type: model.ErrUnavailable, Message: err.Error()}
+	}
+	if res.StatusCode != http.StatusOK {
+		res.Body.Close()
+		return nil, fmt.Errorf("event stream: status %d", res.StatusCode)
+	}
+	out := make(chan model.Event, 256)
+	go func() {
+		defer close(out)
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		var e model.Event
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "id: "):
+				e.ID, _ = strconv.ParseInt(line[4:], 10, 64)
+			case strings.HasPrefix(line, "event: "):
+				e.Name = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				e.Data = json.RawMessage(line[6:])
+			case line == "" && e.Name != "":
+				select {
+				case out <- e:
+				case <-ctx.Done():
+					return
+				}
+				e = model.Event{}
+			}
+		}
+	}()
+	return out, nil
 }

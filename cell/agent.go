@@ -39,6 +39,10 @@ type Config struct {
 	// EvacuationTimeout bounds a drain; default 10 min. EvacuationPoll is how often a
 	// draining cell checks on its replacements; default 500 ms.
 	EvacuationTimeout, EvacuationPoll time.Duration
+	// StopDrain is how long a stop request waits before the instance is signalled: the BBS
+	// marked it retiring when it asked for the stop, and routers deregister it meanwhile, so
+	// no new request reaches it once it begins to shut down. Default 2 s; negative: none.
+	StopDrain time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -59,6 +63,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.EvacuationPoll <= 0 {
 		c.EvacuationPoll = 500 * time.Millisecond
+	}
+	if c.StopDrain == 0 {
+		c.StopDrain = 2 * time.Second
 	}
 	return c
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -129,10 +130,22 @@ func (a *Agent) handleStop(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": model.Errorf(model.ErrResourceNotFound, "no container for %s/%d", req.Key.ProcessGUID, req.Key.Index)})
 		return
 	}
-	if err := a.exec.Stop(guid); err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": model.Errorf(model.ErrUnknown, "%v", err)})
-		return
+	// Accepted now. A RUNNING instance keeps serving for the drain time while routers
+	// deregister it; one not yet RUNNING serves nothing and stops at once (seed 000: a
+	// superseded instance that has not started is stopped, not left to start).
+	c, _ := a.exec.Get(guid)
+	drain := a.cfg.StopDrain
+	if c.State != executor.StateRunning {
+		drain = 0
 	}
+	go func() {
+		if drain > 0 {
+			time.Sleep(drain)
+		}
+		if err := a.exec.Stop(guid); err != nil {
+			a.log.Warn("stop", zap.String("instance_guid", guid), zap.Error(err))
+		}
+	}()
 	writeJSON(w, http.StatusOK, struct{}{})
 }
 

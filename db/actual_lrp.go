@@ -51,6 +51,7 @@ func (r *actualRow) model() (model.ActualLRP, error) {
 		CrashReason:          r.CrashReason,
 		Presence:             r.Presence,
 		ModificationTag:      model.ModificationTag{Epoch: r.ModificationEpoch, Index: r.ModificationIndex},
+		Retiring:             r.Retiring,
 	}
 	if len(r.Ports) > 0 && string(r.Ports) != "[]" {
 		if err := json.Unmarshal(r.Ports, &a.Ports); err != nil {
@@ -106,14 +107,41 @@ RETURNING `+actualColumns, guid, from); err != nil {
 	if removed, err = actualModels(rows); err != nil {
 		return nil, nil, err
 	}
-	rows = nil
-	if err := tx.SelectContext(ctx, &rows, `SELECT `+actualColumns+` FROM actual_lrps
-WHERE process_guid = $1 AND instance_index >= $2
-ORDER BY instance_index, definition_id, presence`, guid, from); err != nil {
+	if toStop, err = markRetiring(ctx, tx, `process_guid = $1 AND instance_index >= $2`, guid, from); err != nil {
 		return nil, nil, err
 	}
-	toStop, err = actualModels(rows)
-	return removed, toStop, err
+	return removed, toStop, nil
+}
+
+// markRetiring marks the instances matching where (with args) retiring, writing a change
+// event for each newly marked one so that routers deregister it before its cell stops it,
+// and returns every matching instance.
+func markRetiring(ctx context.Context, tx *sqlx.Tx, where string, args ...any) ([]model.ActualLRP, error) {
+	var rows []actualRow
+	if err := tx.SelectContext(ctx, &rows, `UPDATE actual_lrps SET retiring = true, modification_index = modification_index + 1
+WHERE `+where+` AND NOT retiring RETURNING `+actualColumns, args...); err != nil {
+		return nil, err
+	}
+	marked, err := actualModels(rows)
+	if err != nil {
+		return nil, err
+	}
+	events := make([]pendingEvent, len(marked))
+	for i, after := range marked {
+		before := after
+		before.Retiring = false
+		before.ModificationTag.Index--
+		events[i] = changed(model.EventActualLRPChanged, before, after)
+	}
+	if err := appendEvents(ctx, tx, events...); err != nil {
+		return nil, err
+	}
+	rows = nil
+	if err := tx.SelectContext(ctx, &rows, `SELECT `+actualColumns+` FROM actual_lrps WHERE `+where+`
+ORDER BY instance_index, definition_id, presence`, args...); err != nil {
+		return nil, err
+	}
+	return actualModels(rows)
 }
 
 // ActualLRPs lists the instances (of every presence) that match the filter, ordered by
@@ -206,9 +234,13 @@ ORDER BY definition_id FOR UPDATE`, key.ProcessGUID, key.Index, key.DefinitionID
 			}
 		}
 		if chosen.State == model.StateClaimed || chosen.State == model.StateRunning {
-			a, err := chosen.model()
-			toStop = &a
-			return err
+			marked, err := markRetiring(ctx, tx, `process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND presence = 'ORDINARY'`,
+				chosen.ProcessGUID, chosen.DefinitionID, chosen.Index)
+			if err != nil || len(marked) == 0 {
+				return err
+			}
+			toStop = &marked[0]
+			return nil
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM actual_lrps
 WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND presence = 'ORDINARY'`,

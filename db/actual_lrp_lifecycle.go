@@ -42,12 +42,9 @@ func checkTag(row *actualRow, tag *model.ModificationTag) error {
 // writeInstance stores every mutable field of a, bumping its modification index, and returns
 // the stored instance.
 func writeInstance(ctx context.Context, tx *sqlx.Tx, a *model.ActualLRP) (model.ActualLRP, error) {
-	ports, err := json.Marshal(a.Ports)
+	ports, err := portsJSON(a.Ports)
 	if err != nil {
 		return model.ActualLRP{}, err
-	}
-	if a.Ports == nil {
-		ports = []byte("[]")
 	}
 	var row actualRow
 	err = tx.GetContext(ctx, &row, `UPDATE actual_lrps SET
@@ -64,72 +61,49 @@ RETURNING `+actualColumns,
 	return row.model()
 }
 
+// portsJSON encodes ports for the ports column, where none is the empty array.
+func portsJSON(ports []model.PortMapping) ([]byte, error) {
+	if ports == nil {
+		return []byte("[]"), nil
+	}
+	return json.Marshal(ports)
+}
+
 // ClaimActualLRP records that a cell is starting the instance (UNCLAIMED → CLAIMED).
 func (s *Store) ClaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, tag *model.ModificationTag) (*model.ActualLRP, error) {
-	var out model.ActualLRP
-	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
-		row, err := lockInstance(ctx, tx, key, model.PresenceOrdinary)
-		if err != nil {
-			return err
-		}
-		if err := checkTag(row, tag); err != nil {
-			return err
-		}
-		before, err := row.model()
-		if err != nil {
-			return err
-		}
+	return s.changeInstance(ctx, key, model.PresenceOrdinary, tag, func(tx *sqlx.Tx, _ *actualRow, before model.ActualLRP) (model.ActualLRP, error) {
 		if before.State == model.StateClaimed && before.ActualLRPInstanceKey == ik {
-			out = before
-			return nil
+			return before, nil
 		}
 		if !before.AllowsTransitionTo(ik, model.StateClaimed) {
-			return model.Errorf(model.ErrCannotBeClaimed, "instance %s/%d is %s on %q and cannot be claimed by %q",
-				before.ProcessGUID, before.Index, before.State, before.CellID, ik.CellID)
+			return model.ActualLRP{}, refused(model.ErrCannotBeClaimed, "claimed", before, ik)
 		}
 		after := before
 		after.State, after.ActualLRPInstanceKey = model.StateClaimed, ik
 		after.ActualLRPNetInfo, after.PlacementError, after.Since = model.ActualLRPNetInfo{}, "", s.nowNanos()
-		if out, err = writeInstance(ctx, tx, &after); err != nil {
-			return err
-		}
-		return appendEvents(ctx, tx, changed(model.EventActualLRPChanged, before, out))
+		return writeChange(ctx, tx, before, &after)
 	})
-	return &out, err
 }
 
 // StartActualLRP records that the instance runs on a cell (→ RUNNING), creating the record
 // when the store has none (a cell reports what really runs, seed 003). The first RUNNING
 // instance of the active definition makes it the LRP's healthy definition (seed 000).
 func (s *Store) StartActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo, tag *model.ModificationTag) (*model.ActualLRP, error) {
-	var out model.ActualLRP
-	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
-		row, err := lockInstance(ctx, tx, key, model.PresenceOrdinary)
-		if model.IsType(err, model.ErrResourceNotFound) {
-			if out, err = s.createRunning(ctx, tx, key, ik, net); err != nil {
-				return err
-			}
-			return s.markHealthy(ctx, tx, out.ProcessGUID, out.DefinitionID)
-		}
+	create := func(tx *sqlx.Tx) (model.ActualLRP, error) {
+		out, err := s.createRunning(ctx, tx, key, ik, net)
 		if err != nil {
-			return err
+			return out, err
 		}
-		if err := checkTag(row, tag); err != nil {
-			return err
-		}
-		before, err := row.model()
-		if err != nil {
-			return err
-		}
+		return out, s.markHealthy(ctx, tx, out.ProcessGUID, out.DefinitionID)
+	}
+	return s.changeInstanceOr(ctx, key, model.PresenceOrdinary, tag, create, func(tx *sqlx.Tx, _ *actualRow, before model.ActualLRP) (model.ActualLRP, error) {
 		if before.State == model.StateRunning && before.ActualLRPInstanceKey == ik && sameNetInfo(before.ActualLRPNetInfo, net) {
-			out = before
-			return nil
+			return before, nil
 		}
 		// A cell running an instance the store thinks CRASHED is believed (seed 003): BBS's
 		// UNCLAIMED and then RUNNING, in one step, keeping the crash count.
 		if before.State != model.StateCrashed && !before.AllowsTransitionTo(ik, model.StateRunning) {
-			return model.Errorf(model.ErrCannotBeStarted, "instance %s/%d is %s on %q and cannot be started by %q",
-				before.ProcessGUID, before.Index, before.State, before.CellID, ik.CellID)
+			return model.ActualLRP{}, refused(model.ErrCannotBeStarted, "started", before, ik)
 		}
 		after := before
 		after.State, after.ActualLRPInstanceKey, after.ActualLRPNetInfo = model.StateRunning, ik, net
@@ -137,15 +111,12 @@ func (s *Store) StartActualLRP(ctx context.Context, key model.ActualLRPKey, ik m
 		if before.State != model.StateRunning {
 			after.Since = s.nowNanos()
 		}
-		if out, err = writeInstance(ctx, tx, &after); err != nil {
-			return err
+		out, err := writeChange(ctx, tx, before, &after)
+		if err != nil {
+			return out, err
 		}
-		if err := appendEvents(ctx, tx, changed(model.EventActualLRPChanged, before, out)); err != nil {
-			return err
-		}
-		return s.markHealthy(ctx, tx, out.ProcessGUID, out.DefinitionID)
+		return out, s.markHealthy(ctx, tx, out.ProcessGUID, out.DefinitionID)
 	})
-	return &out, err
 }
 
 func sameNetInfo(a, b model.ActualLRPNetInfo) bool {
@@ -166,12 +137,9 @@ func (s *Store) createRunning(ctx context.Context, tx *sqlx.Tx, key model.Actual
 	if key.Domain == "" {
 		return model.ActualLRP{}, model.Errorf(model.ErrInvalidRequest, "actual_lrp_key.domain is required to record an instance the store does not know")
 	}
-	ports, err := json.Marshal(net.Ports)
+	ports, err := portsJSON(net.Ports)
 	if err != nil {
 		return model.ActualLRP{}, err
-	}
-	if net.Ports == nil {
-		ports = []byte("[]")
 	}
 	var row actualRow
 	err = tx.GetContext(ctx, &row, `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain,
@@ -201,22 +169,9 @@ WHERE process_guid = $1 AND active_definition_id = $2 AND healthy_definition_id 
 // later ones wait as CRASHED for the converger's backoff. An instance that is no longer
 // desired (LRP removed, index beyond the count, definition gone) is removed instead.
 func (s *Store) CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, reason string, tag *model.ModificationTag) (*model.ActualLRP, error) {
-	var out model.ActualLRP
-	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
-		row, err := lockInstance(ctx, tx, key, model.PresenceOrdinary)
-		if err != nil {
-			return err
-		}
-		if err := checkTag(row, tag); err != nil {
-			return err
-		}
-		before, err := row.model()
-		if err != nil {
-			return err
-		}
+	return s.changeInstance(ctx, key, model.PresenceOrdinary, tag, func(tx *sqlx.Tx, row *actualRow, before model.ActualLRP) (model.ActualLRP, error) {
 		if !before.AllowsTransitionTo(ik, model.StateCrashed) {
-			return model.Errorf(model.ErrCannotBeCrashed, "instance %s/%d is %s on %q and cannot be crashed by %q",
-				before.ProcessGUID, before.Index, before.State, before.CellID, ik.CellID)
+			return model.ActualLRP{}, refused(model.ErrCannotBeCrashed, "crashed", before, ik)
 		}
 		now := s.now()
 		// Only time spent RUNNING earns a reset of the crash count, not a long failed start.
@@ -234,33 +189,32 @@ func (s *Store) CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik m
 		}
 		wanted, err := stillDesired(ctx, tx, &before)
 		if err != nil {
-			return err
+			return model.ActualLRP{}, err
 		}
 		if !wanted || row.Retiring {
 			if err := deleteInstance(ctx, tx, &before); err != nil {
-				return err
+				return model.ActualLRP{}, err
 			}
-			out = after
-			return appendEvents(ctx, tx, event(model.EventActualLRPCrashed, after), event(model.EventActualLRPRemoved, before))
+			return after, appendEvents(ctx, tx, event(model.EventActualLRPCrashed, after), event(model.EventActualLRPRemoved, before))
 		}
 		// Seed 000: a restart outside the rolling walk uses the healthy definition — unless
 		// another instance holds this index (the walk is replacing it right now).
 		if target, err := restartDefinition(ctx, tx, &before); err != nil {
-			return err
+			return model.ActualLRP{}, err
 		} else if target != before.DefinitionID {
 			if _, err := tx.ExecContext(ctx, `UPDATE actual_lrps SET definition_id = $5
 WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND presence = $4`,
 				before.ProcessGUID, before.DefinitionID, before.Index, before.Presence, target); err != nil {
-				return err
+				return model.ActualLRP{}, err
 			}
 			after.DefinitionID = target
 		}
-		if out, err = writeInstance(ctx, tx, &after); err != nil {
-			return err
+		out, err := writeInstance(ctx, tx, &after)
+		if err != nil {
+			return out, err
 		}
-		return appendEvents(ctx, tx, event(model.EventActualLRPCrashed, out), changed(model.EventActualLRPChanged, before, out))
+		return out, appendEvents(ctx, tx, event(model.EventActualLRPCrashed, out), changed(model.EventActualLRPChanged, before, out))
 	})
-	return &out, err
 }
 
 // stillDesired reports whether the LRP still wants an instance of a's definition at a's index.
@@ -282,61 +236,34 @@ WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND prese
 
 // FailActualLRP records why an UNCLAIMED instance could not be placed.
 func (s *Store) FailActualLRP(ctx context.Context, key model.ActualLRPKey, placementError string, tag *model.ModificationTag) (*model.ActualLRP, error) {
-	var out model.ActualLRP
-	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
-		row, err := lockInstance(ctx, tx, key, model.PresenceOrdinary)
-		if err != nil {
-			return err
-		}
-		if err := checkTag(row, tag); err != nil {
-			return err
-		}
-		before, err := row.model()
-		if err != nil {
-			return err
-		}
+	return s.changeInstance(ctx, key, model.PresenceOrdinary, tag, func(tx *sqlx.Tx, _ *actualRow, before model.ActualLRP) (model.ActualLRP, error) {
 		if before.State != model.StateUnclaimed {
-			return model.Errorf(model.ErrCannotBeFailed, "instance %s/%d is %s; only an UNCLAIMED instance can fail placement",
+			return model.ActualLRP{}, model.Errorf(model.ErrCannotBeFailed, "instance %s/%d is %s; only an UNCLAIMED instance can fail placement",
 				before.ProcessGUID, before.Index, before.State)
 		}
 		if before.PlacementError == placementError {
-			out = before
-			return nil
+			return before, nil
 		}
 		after := before
 		after.PlacementError = placementError
-		if out, err = writeInstance(ctx, tx, &after); err != nil {
-			return err
-		}
-		return appendEvents(ctx, tx, changed(model.EventActualLRPChanged, before, out))
+		return writeChange(ctx, tx, before, &after)
 	})
-	return &out, err
 }
 
 // RemoveActualLRP deletes an instance record at presence: compare-and-delete on the instance
 // key when one is given (a cell removes only what it runs) and on the tag when given.
 func (s *Store) RemoveActualLRP(ctx context.Context, key model.ActualLRPKey, presence string, ik *model.ActualLRPInstanceKey, tag *model.ModificationTag) error {
-	return s.inTx(ctx, func(tx *sqlx.Tx) error {
-		row, err := lockInstance(ctx, tx, key, presence)
-		if err != nil {
-			return err
-		}
-		if err := checkTag(row, tag); err != nil {
-			return err
-		}
-		a, err := row.model()
-		if err != nil {
-			return err
-		}
+	_, err := s.changeInstance(ctx, key, presence, tag, func(tx *sqlx.Tx, _ *actualRow, a model.ActualLRP) (model.ActualLRP, error) {
 		if ik != nil && a.ActualLRPInstanceKey != *ik {
-			return model.Errorf(model.ErrCannotBeRemoved, "instance %s/%d belongs to %q/%q, not %q/%q",
+			return a, model.Errorf(model.ErrCannotBeRemoved, "instance %s/%d belongs to %q/%q, not %q/%q",
 				a.ProcessGUID, a.Index, a.CellID, a.InstanceGUID, ik.CellID, ik.InstanceGUID)
 		}
 		if err := deleteInstance(ctx, tx, &a); err != nil {
-			return err
+			return a, err
 		}
-		return appendEvents(ctx, tx, event(model.EventActualLRPRemoved, a))
+		return a, appendEvents(ctx, tx, event(model.EventActualLRPRemoved, a))
 	})
+	return err
 }
 
 // restartDefinition is the definition a crashed instance restarts with: the LRP's healthy

@@ -10,34 +10,20 @@ import (
 // UnclaimActualLRP hands an instance a cell claimed or ran back for placement (seed 003: a
 // cell that has no container for an instance the store says it runs).
 func (s *Store) UnclaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) (*model.ActualLRP, error) {
-	var out model.ActualLRP
-	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
-		row, err := lockInstance(ctx, tx, key, model.PresenceOrdinary)
-		if err != nil {
-			return err
-		}
-		before, err := row.model()
-		if err != nil {
-			return err
-		}
+	return s.changeInstance(ctx, key, model.PresenceOrdinary, nil, func(tx *sqlx.Tx, row *actualRow, before model.ActualLRP) (model.ActualLRP, error) {
 		if before.ActualLRPInstanceKey != ik || (before.State != model.StateClaimed && before.State != model.StateRunning) {
-			return model.Errorf(model.ErrInvalidStateTransition, "instance %s/%d is %s on %q; only its own cell can unclaim it",
+			return model.ActualLRP{}, model.Errorf(model.ErrInvalidStateTransition, "instance %s/%d is %s on %q; only its own cell can unclaim it",
 				before.ProcessGUID, before.Index, before.State, before.CellID)
 		}
 		if row.Retiring {
 			// Being retired anyway: gone rather than placed again.
-			out = before
 			if err := deleteInstance(ctx, tx, &before); err != nil {
-				return err
+				return before, err
 			}
-			return appendEvents(ctx, tx, event(model.EventActualLRPRemoved, before))
+			return before, appendEvents(ctx, tx, event(model.EventActualLRPRemoved, before))
 		}
-		if out, err = writeInstance(ctx, tx, unclaimed(before, s.nowNanos())); err != nil {
-			return err
-		}
-		return appendEvents(ctx, tx, changed(model.EventActualLRPChanged, before, out))
+		return writeChange(ctx, tx, before, unclaimed(before, s.nowNanos()))
 	})
-	return &out, err
 }
 
 func unclaimed(a model.ActualLRP, now int64) *model.ActualLRP {
@@ -54,33 +40,21 @@ func unclaimed(a model.ActualLRP, now int64) *model.ActualLRP {
 // replacement is RUNNING, nor when the instance crashed or is no longer desired; the
 // EVACUATING record is then deleted, and the cell stops the container.
 func (s *Store) EvacuateRunningActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo) (keep bool, err error) {
-	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		row, err := lockInstance(ctx, tx, key, model.PresenceOrdinary)
-		if model.IsType(err, model.ErrResourceNotFound) {
-			return s.dropEvacuating(ctx, tx, key, ik)
-		}
-		if err != nil {
-			return err
-		}
-		ordinary, err := row.model()
-		if err != nil {
-			return err
-		}
+	gone := func(tx *sqlx.Tx) (model.ActualLRP, error) {
+		return model.ActualLRP{}, s.dropEvacuating(ctx, tx, key, ik)
+	}
+	_, err = s.changeInstanceOr(ctx, key, model.PresenceOrdinary, nil, gone, func(tx *sqlx.Tx, _ *actualRow, ordinary model.ActualLRP) (model.ActualLRP, error) {
 		wanted, err := stillDesired(ctx, tx, &ordinary)
 		if err != nil {
-			return err
+			return model.ActualLRP{}, err
 		}
 		mine := ordinary.ActualLRPInstanceKey == ik
 		switch {
 		case !wanted, ordinary.State == model.StateCrashed, ordinary.State == model.StateRunning && !mine:
-			return s.dropEvacuating(ctx, tx, ordinary.ActualLRPKey, ik)
+			return model.ActualLRP{}, s.dropEvacuating(ctx, tx, ordinary.ActualLRPKey, ik)
 		case mine && ordinary.State == model.StateClaimed:
 			// Not yet serving: nothing to keep; it goes straight back for placement.
-			after, err := writeInstance(ctx, tx, unclaimed(ordinary, s.nowNanos()))
-			if err != nil {
-				return err
-			}
-			return appendEvents(ctx, tx, changed(model.EventActualLRPChanged, ordinary, after))
+			return writeChange(ctx, tx, ordinary, unclaimed(ordinary, s.nowNanos()))
 		}
 		keep = true
 		evac := ordinary
@@ -88,20 +62,21 @@ func (s *Store) EvacuateRunningActualLRP(ctx context.Context, key model.ActualLR
 		evac.ActualLRPInstanceKey, evac.ActualLRPNetInfo = ik, net
 		created, err := upsertEvacuating(ctx, tx, &evac)
 		if err != nil {
-			return err
+			return model.ActualLRP{}, err
 		}
 		var events []pendingEvent
 		if created {
 			events = append(events, event(model.EventActualLRPCreated, evac))
 		}
 		if mine {
+			// Not writeChange: this change and the EVACUATING copy's creation go in one append.
 			after, err := writeInstance(ctx, tx, unclaimed(ordinary, s.nowNanos()))
 			if err != nil {
-				return err
+				return model.ActualLRP{}, err
 			}
 			events = append(events, changed(model.EventActualLRPChanged, ordinary, after))
 		}
-		return appendEvents(ctx, tx, events...)
+		return model.ActualLRP{}, appendEvents(ctx, tx, events...)
 	})
 	return keep, err
 }

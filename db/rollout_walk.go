@@ -57,13 +57,8 @@ func (s *Store) DesireInstance(ctx context.Context, guid, def string, index int3
 			return err
 		}
 		if a, err := instanceInTx(ctx, tx, guid, def, index); err == nil {
-			// Wanted again (a supersede walking back over a given-up index): no longer
-			// retiring. A stop already sent may still end it; the walk then desires it anew.
-			if _, err := tx.ExecContext(ctx, `UPDATE actual_lrps SET retiring = false
-WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND presence = 'ORDINARY' AND retiring`,
-				guid, def, index); err != nil {
-				return err
-			}
+			// Possibly a retiring one (a walk back over an index whose old instance is still
+			// draining): it stays retiring, and the wait treats it as not there yet.
 			out = *a
 			return nil
 		} else if !model.IsType(err, model.ErrResourceNotFound) {
@@ -152,16 +147,11 @@ RETURNING `+actualColumns, guid, index, def); err != nil {
 		if err != nil {
 			return err
 		}
-		rows = nil
-		if err := tx.SelectContext(ctx, &rows, `UPDATE actual_lrps SET retiring = true
-WHERE process_guid = $1 AND instance_index = $2 AND presence = 'ORDINARY' AND `+match+`
-RETURNING `+actualColumns, guid, index, def); err != nil {
+		if err := appendEvents(ctx, tx, instanceEvents(model.EventActualLRPRemoved, removed)...); err != nil {
 			return err
 		}
-		if toStop, err = actualModels(rows); err != nil {
-			return err
-		}
-		return appendEvents(ctx, tx, instanceEvents(model.EventActualLRPRemoved, removed)...)
+		toStop, err = markRetiring(ctx, tx, `process_guid = $1 AND instance_index = $2 AND presence = 'ORDINARY' AND `+match, guid, index, def)
+		return err
 	})
 	return toStop, err
 }

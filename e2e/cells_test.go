@@ -15,6 +15,7 @@ type devStack struct {
 	p                    *process
 	api                  client
 	pgPort, temporalPort int
+	routerPort           int
 }
 
 func startDev(t *testing.T, extra ...string) *devStack {
@@ -24,8 +25,10 @@ func startDev(t *testing.T, extra ...string) *devStack {
 	args := append([]string{"dev", "--data-dir", t.TempDir(), "--listen", fmt.Sprintf("127.0.0.1:%d", apiPort),
 		"--pg-port", fmt.Sprint(pgPort), "--temporal-bin", bin,
 		"--temporal-port", fmt.Sprint(temporalPort), "--temporal-ui-port", fmt.Sprint(freePort(t))}, extra...)
+	routerPort := freePort(t)
+	args = append(args, "--router-listen", fmt.Sprintf("127.0.0.1:%d", routerPort), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
 	d := &devStack{p: start(t, nil, args...), api: client{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", apiPort)},
-		pgPort: pgPort, temporalPort: temporalPort}
+		pgPort: pgPort, temporalPort: temporalPort, routerPort: routerPort}
 	d.p.waitOutput(t, "Ctrl-C stops everything", 2*time.Minute)
 	t.Cleanup(func() { d.p.cmd.Process.Signal(syscall.SIGINT); <-d.p.done })
 	return d
@@ -82,6 +85,7 @@ func demoLRP(guid string, instances int) obj {
 		"process_guid": guid, "domain": "cf-apps", "instances": instances,
 		"rootfs": "preloaded:cflinuxfs4", "memory_mb": 64, "disk_mb": 64, "ports": []int{8080},
 		"env":              []obj{{"name": "DEMO_VERSION", "value": "v1"}},
+		"routes":           obj{"cf-router": []obj{{"hostnames": []string{guid + ".example.com"}, "port": 8080}}},
 		"action":           obj{"run": obj{"path": demoBin}},
 		"check_definition": obj{"checks": []obj{{"http_check": obj{"port": 8080, "path": "/health"}}}},
 	}

@@ -44,7 +44,8 @@ func TestDevModeRunsTheWholeSystem(t *testing.T) {
 	apiPort, pgPort, tPort, uiPort := freePort(t), freePort(t), freePort(t), freePort(t)
 	args := []string{"dev", "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", apiPort),
 		"--pg-port", fmt.Sprint(pgPort), "--temporal-bin", bin,
-		"--temporal-port", fmt.Sprint(tPort), "--temporal-ui-port", fmt.Sprint(uiPort)}
+		"--temporal-port", fmt.Sprint(tPort), "--temporal-ui-port", fmt.Sprint(uiPort),
+		"--router-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	c := client{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", apiPort)}
 
 	p := start(t, nil, args...)

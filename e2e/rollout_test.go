@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -104,6 +106,17 @@ func TestRollingUpdateCancelAndRollback(t *testing.T) {
 	d.api.mustPost("/v1/desired_lrp/desire", obj{"desired_lrp": demoLRP("web", n)}, nil)
 	d.waitFor(t, "4 RUNNING on web", 30*time.Second, func() bool { return d.allOn("web", "web", n) })
 
+	d.waitFor(t, "the router to route web.example.com", 10*time.Second, func() bool {
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", d.routerPort), nil)
+		req.Host = "web.example.com"
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+	traffic := d.drive("web.example.com", 4)
 	s := d.sample("web", n)
 	var got struct {
 		DesiredLRP obj `json:"desired_lrp"`
@@ -149,6 +162,7 @@ func TestRollingUpdateCancelAndRollback(t *testing.T) {
 		return r.State == "completed" && r.Kind == "rollback" && d.allOn("web", "web", n)
 	})
 	s.finish(t, n, "rollback to web")
+	traffic.finish(t, "update, cancel and rollback")
 	if st := d.api.post("/v1/desired_lrp/rollback", obj{"process_guid": "web", "definition_id": "never-stored"}, &none); st != 404 || none.Error.Type != "ResourceNotFound" {
 		t.Errorf("rollback to an unknown definition: %d %+v", st, none)
 	}

@@ -58,6 +58,10 @@ type ActualLRP struct {
 	CrashReason     string          `json:"crash_reason,omitempty"`
 	Presence        string          `json:"presence"`
 	ModificationTag ModificationTag `json:"modification_tag"`
+	// Retiring is set once the instance has been handed to its cell to stop for good (a
+	// rollout replacing it, a scale-down, a retire): routers deregister it at once, and the
+	// cell stops it only after a drain time, so that no request reaches a stopping instance.
+	Retiring bool `json:"retiring,omitempty"`
 }
 
 // AllowsTransitionTo reports whether BBS's state machine lets the instance move to state

@@ -12,14 +12,14 @@ var roomy = model.CellCapacity{MemoryMB: 4096, DiskMB: 4096, Containers: 100}
 
 func TestInstancesRunSpreadOverCellsAndZones(t *testing.T) {
 	c := newCluster(t, 4, 2, roomy)
-	if err := c.bbs.DesireLRP(ctx, simLRP("web", 8)); err != nil {
+	if err := c.BBS.DesireLRP(ctx, simLRP("web", 8)); err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor("8 RUNNING", 20*time.Second, func() bool { return runningIndices(c.instances("web")) == 8 })
 	perCell, perZone := map[string]int{}, map[string]int{}
 	for _, a := range c.instances("web") {
 		perCell[a.CellID]++
-		perZone[c.zoneOf(a.CellID)]++
+		perZone[c.Zone(a.CellID)]++
 		if a.Address == "" || len(a.Ports) != 1 || a.Ports[0].ContainerPort != 8080 || a.Ports[0].HostPort == 0 {
 			t.Fatalf("instance %d has no net info: %+v", a.Index, a.ActualLRPNetInfo)
 		}
@@ -27,7 +27,7 @@ func TestInstancesRunSpreadOverCellsAndZones(t *testing.T) {
 	if len(perCell) != 4 || perZone["z1"] != 4 || perZone["z2"] != 4 {
 		t.Fatalf("not spread evenly: cells %v zones %v", perCell, perZone)
 	}
-	dep, err := c.store.LRPDeploymentByProcessGUID(ctx, "web")
+	dep, err := c.Store.LRPDeploymentByProcessGUID(ctx, "web")
 	if err != nil || dep.HealthyDefinitionID != "web" {
 		t.Fatalf("healthy definition after instances ran: %+v %v", dep, err)
 	}
@@ -37,7 +37,7 @@ func TestInstancesRunSpreadOverCellsAndZones(t *testing.T) {
 // waits as CRASHED for the converger's backoff.
 func TestCrashingInstancesRestartThenBackOff(t *testing.T) {
 	c := newCluster(t, 2, 2, roomy)
-	if err := c.bbs.DesireLRP(ctx, simLRP("crashy", 1, model.EnvironmentVariable{Name: "SIM_CRASH_AFTER_MS", Value: "150"})); err != nil {
+	if err := c.BBS.DesireLRP(ctx, simLRP("crashy", 1, model.EnvironmentVariable{Name: "SIM_CRASH_AFTER_MS", Value: "150"})); err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor("the fourth crash", 20*time.Second, func() bool {
@@ -54,7 +54,7 @@ func TestUnplaceableInstancesReportInsufficientResources(t *testing.T) {
 	c := newCluster(t, 2, 2, model.CellCapacity{MemoryMB: 128, DiskMB: 1024, Containers: 10})
 	big := simLRP("big", 1)
 	big.MemoryMB = 4096
-	if err := c.bbs.DesireLRP(ctx, big); err != nil {
+	if err := c.BBS.DesireLRP(ctx, big); err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor("a placement error", 10*time.Second, func() bool {
@@ -62,7 +62,7 @@ func TestUnplaceableInstancesReportInsufficientResources(t *testing.T) {
 		return len(l) == 1 && strings.HasPrefix(l[0].PlacementError, model.PlacementErrorInsufficientResources)
 	})
 	// Room appears: a bigger cell joins, and the retry places it.
-	c.addCell("cell-big", "z1", model.CellCapacity{MemoryMB: 8192, DiskMB: 8192, Containers: 10})
+	c.AddCell("cell-big", "z1", model.CellCapacity{MemoryMB: 8192, DiskMB: 8192, Containers: 10})
 	c.waitFor("the instance to run on the new cell", 15*time.Second, func() bool {
 		l := c.instances("big")
 		return len(l) == 1 && l[0].State == model.StateRunning && l[0].CellID == "cell-big" && l[0].PlacementError == ""
@@ -71,27 +71,27 @@ func TestUnplaceableInstancesReportInsufficientResources(t *testing.T) {
 
 func TestScalingAndRemovalStopInstancesOnTheirCells(t *testing.T) {
 	c := newCluster(t, 2, 2, roomy)
-	if err := c.bbs.DesireLRP(ctx, simLRP("web", 4)); err != nil {
+	if err := c.BBS.DesireLRP(ctx, simLRP("web", 4)); err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor("4 RUNNING", 20*time.Second, func() bool { return runningIndices(c.instances("web")) == 4 })
 	two := int32(2)
-	if err := c.bbs.UpdateDesiredLRP(ctx, "web", &model.DesiredLRPUpdate{Instances: &two}); err != nil {
+	if err := c.BBS.UpdateDesiredLRP(ctx, "web", &model.DesiredLRPUpdate{Instances: &two}); err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor("indices 2 and 3 stopped and removed", 10*time.Second, func() bool {
 		l := c.instances("web")
 		return len(l) == 2 && l[0].Index == 0 && l[1].Index == 1
 	})
-	if err := c.bbs.RemoveDesiredLRP(ctx, "web"); err != nil {
+	if err := c.BBS.RemoveDesiredLRP(ctx, "web"); err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor("every instance stopped and removed", 10*time.Second, func() bool {
 		if len(c.instances("web")) != 0 {
 			return false
 		}
-		for _, sc := range c.cells {
-			if len(sc.exec.Containers()) != 0 {
+		for _, sc := range c.Cells {
+			if len(sc.Exec.Containers()) != 0 {
 				return false
 			}
 		}
@@ -103,12 +103,12 @@ func TestScalingAndRemovalStopInstancesOnTheirCells(t *testing.T) {
 // until their replacements run elsewhere; the number of served indices never drops.
 func TestEvacuationKeepsEveryIndexServed(t *testing.T) {
 	c := newCluster(t, 3, 2, roomy)
-	if err := c.bbs.DesireLRP(ctx, simLRP("web", 6, model.EnvironmentVariable{Name: "SIM_START_DELAY_MS", Value: "200"})); err != nil {
+	if err := c.BBS.DesireLRP(ctx, simLRP("web", 6, model.EnvironmentVariable{Name: "SIM_START_DELAY_MS", Value: "200"})); err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor("6 RUNNING", 20*time.Second, func() bool { return runningIndices(c.instances("web")) == 6 })
-	drained := c.cells[0]
-	drained.agent.Drain()
+	drained := c.Cells[0]
+	drained.Agent.Drain()
 	lowest := 6
 	c.waitFor("the drained cell to hold nothing", 30*time.Second, func() bool {
 		l := c.instances("web")
@@ -116,7 +116,7 @@ func TestEvacuationKeepsEveryIndexServed(t *testing.T) {
 			lowest = n
 		}
 		for _, a := range l {
-			if a.CellID == drained.id || a.Presence != model.PresenceOrdinary || a.State != model.StateRunning {
+			if a.CellID == drained.ID || a.Presence != model.PresenceOrdinary || a.State != model.StateRunning {
 				return false
 			}
 		}
@@ -125,13 +125,11 @@ func TestEvacuationKeepsEveryIndexServed(t *testing.T) {
 	if lowest < 6 {
 		t.Fatalf("served indices dropped to %d of 6 during evacuation", lowest)
 	}
-	select {
-	case err := <-drained.done:
-		drained.done <- err
-		if err != nil {
-			t.Fatalf("drained cell: %v", err)
-		}
-	case <-time.After(10 * time.Second):
+	exited, err := drained.Wait(10 * time.Second)
+	if !exited {
 		t.Fatal("the drained cell did not exit")
+	}
+	if err != nil {
+		t.Fatalf("drained cell: %v", err)
 	}
 }

@@ -55,8 +55,8 @@ func subscribe(t *testing.T, url string) <-chan sseEvent {
 // The event stream tells, in order, what happened to an LRP and its instances.
 func TestEventStreamFollowsAnLRP(t *testing.T) {
 	c := newCluster(t, 1, 1, roomy)
-	stream := subscribe(t, c.url)
-	if err := c.bbs.DesireLRP(ctx, simLRP("web", 1)); err != nil {
+	stream := subscribe(t, c.URL)
+	if err := c.BBS.DesireLRP(ctx, simLRP("web", 1)); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{model.EventDesiredLRPCreated, model.EventActualLRPCreated,
@@ -86,7 +86,7 @@ func TestEventStreamFollowsAnLRP(t *testing.T) {
 	if change.Before.State != model.StateClaimed || change.After.State != model.StateRunning || change.After.Address == "" {
 		t.Fatalf("running change = %+v", change)
 	}
-	if err := c.bbs.RemoveDesiredLRP(ctx, "web"); err != nil {
+	if err := c.BBS.RemoveDesiredLRP(ctx, "web"); err != nil {
 		t.Fatal(err)
 	}
 	for names := map[string]bool{}; !names[model.EventDesiredLRPRemoved] || !names[model.EventActualLRPRemoved]; {

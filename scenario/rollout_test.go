@@ -19,21 +19,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/updatable-lrps/bbs/api"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/executor"
 	"github.com/updatable-lrps/bbs/executor/sim"
 	"github.com/updatable-lrps/bbs/internal/dbtest"
+	"github.com/updatable-lrps/bbs/internal/testcluster"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/workflows"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 )
 
 // TestRollout runs the rollout scenarios as parallel subtests sharing one Temporal dev server,
 // which its cleanup stops once they are all done.
 func TestRollout(t *testing.T) {
-	t.Cleanup(stopTemporalDev)
+	t.Cleanup(testcluster.StopSharedTemporal)
 	for _, sc := range []struct {
 		name string
 		fn   func(*testing.T)
@@ -114,7 +113,7 @@ func testRolloutFullyFunctional(t *testing.T) {
 	// definition), so it is the convergence pass that prunes v1 here.
 	if _, ok := dep.Definitions["v1"]; ok {
 		t.Logf("v1 is still in the definitions map when the rollout completes; a convergence pass prunes it")
-		res, err := c.store.Converge(ctx, db.ConvergeOptions{})
+		res, err := c.Store.Converge(ctx, db.ConvergeOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +229,7 @@ func (c *rolloutCluster) checkStillFailing(guid string, n int32) {
 func testRolloutFlakyDefinition(t *testing.T) {
 	const n, guid = 5, "flaky-web"
 	var raced atomic.Bool // the race happens once: later stops reach the cell first
-	crashFirst := func(c *cluster, ch *chaos, lrps []model.ActualLRP) {
+	crashFirst := func(c *testcluster.Cluster, ch *chaos, lrps []model.ActualLRP) {
 		for _, a := range lrps {
 			if a.ProcessGUID != guid || raced.Load() || !ch.release(a.InstanceGUID) {
 				continue
@@ -238,7 +237,7 @@ func testRolloutFlakyDefinition(t *testing.T) {
 			raced.Store(true)
 			deadline := time.Now().Add(10 * time.Second)
 			for time.Now().Before(deadline) {
-				cur, err := c.store.Instance(ctx, a.ProcessGUID, a.DefinitionID, a.Index)
+				cur, err := c.Store.Instance(ctx, a.ProcessGUID, a.DefinitionID, a.Index)
 				if err != nil || cur.InstanceGUID != a.InstanceGUID {
 					break // the crash is recorded
 				}
@@ -297,7 +296,7 @@ func testRolloutFlakyDefinition(t *testing.T) {
 	if dep.HealthyDefinitionID != "v2" || dep.ActiveDefinitionID != "v2" {
 		t.Fatalf("deployment: active %q healthy %q", dep.ActiveDefinitionID, dep.HealthyDefinitionID)
 	}
-	if _, err := c.store.Converge(ctx, db.ConvergeOptions{}); err != nil {
+	if _, err := c.Store.Converge(ctx, db.ConvergeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := c.deployment(guid).Definitions["v1"]; !ok {
@@ -336,7 +335,7 @@ func testRolloutSupersede(t *testing.T) {
 	c.updateDeployment(guid, "v3", simDefinition(env("SIM_START_DELAY_MS", "300"), env("VERSION", "3")))
 	v9 := simDefinition(env("VERSION", "9"))
 	v9.DefinitionID = "v9"
-	expectAPIError(t, c.bbs.UpdateDesiredLRP(ctx, guid, &model.DesiredLRPUpdate{Definition: &v9}),
+	expectAPIError(t, c.BBS.UpdateDesiredLRP(ctx, guid, &model.DesiredLRPUpdate{Definition: &v9}),
 		0, model.ErrUpdateInProgress)
 
 	c.waitLRP(guid, "the rollout to complete with every index on v3", 40*time.Second, func() bool {
@@ -367,7 +366,7 @@ func testRolloutSupersede(t *testing.T) {
 	if _, ok := c.deployment(guid).Definitions["v2"]; ok {
 		t.Logf("v2 is still in the definitions map when the rollout completes; a convergence pass prunes it")
 	}
-	if _, err := c.store.Converge(ctx, db.ConvergeOptions{}); err != nil {
+	if _, err := c.Store.Converge(ctx, db.ConvergeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if defs := c.deployment(guid).Definitions; len(defs) != 1 || defs["v3"].DefinitionID != "v3" {
@@ -388,7 +387,7 @@ func testRolloutCancelAndRollback(t *testing.T) {
 	s := c.sample(guid, n)
 	v2 := simDefinition(env("SIM_START_DELAY_MS", "600"), env("VERSION", "2"))
 	v2.DefinitionID = "v2"
-	if err := c.bbs.UpdateDesiredLRP(ctx, guid, &model.DesiredLRPUpdate{Definition: &v2}); err != nil {
+	if err := c.BBS.UpdateDesiredLRP(ctx, guid, &model.DesiredLRPUpdate{Definition: &v2}); err != nil {
 		t.Fatal(err)
 	}
 	c.waitLRP(guid, "two indices on v2", 30*time.Second, func() bool { return c.rollout(guid).UpdatedInstances >= 2 })
@@ -412,13 +411,13 @@ func testRolloutCancelAndRollback(t *testing.T) {
 	// Update to v3, let convergence prune v1 and v2 out of the map, then roll back to v2.
 	v3 := simDefinition(env("VERSION", "3"))
 	v3.DefinitionID = "v3"
-	if err := c.bbs.UpdateDesiredLRP(ctx, guid, &model.DesiredLRPUpdate{Definition: &v3}); err != nil {
+	if err := c.BBS.UpdateDesiredLRP(ctx, guid, &model.DesiredLRPUpdate{Definition: &v3}); err != nil {
 		t.Fatal(err)
 	}
 	c.waitLRP(guid, "the update to v3", 30*time.Second, func() bool {
 		return c.rollout(guid).State == model.RolloutCompleted && c.allOn(guid, "v3", n)
 	})
-	if _, err := c.store.Converge(ctx, db.ConvergeOptions{}); err != nil {
+	if _, err := c.Store.Converge(ctx, db.ConvergeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if defs := c.deployment(guid).Definitions; len(defs) != 1 {
@@ -544,7 +543,7 @@ func testRolloutDelete(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var out workflows.RolloutOutput
-	if err := c.temporal.GetWorkflow(wctx, workflows.RolloutWorkflowID(guid), "").Get(wctx, &out); err != nil {
+	if err := c.Temporal.GetWorkflow(wctx, workflows.RolloutWorkflowID(guid), "").Get(wctx, &out); err != nil {
 		t.Fatalf("rollout workflow: %v", err)
 	}
 	if out.State != model.RolloutFailed || out.Reason != "the LRP was removed" {
@@ -624,7 +623,7 @@ func testRolloutPauseResume(t *testing.T) {
 	s := c.sample(guid, n)
 	c.updateDeployment(guid, "v2", simDefinition(env("SIM_START_DELAY_MS", "300"), env("VERSION", "2")))
 	c.waitLRP(guid, "one index on v2", 30*time.Second, func() bool { return c.rollout(guid).UpdatedInstances >= 1 })
-	if err := workflows.SignalRollout(ctx, c.temporal, guid, workflows.SignalPause); err != nil {
+	if err := workflows.SignalRollout(ctx, c.Temporal, guid, workflows.SignalPause); err != nil {
 		t.Fatal(err)
 	}
 	var p workflows.RolloutProgress
@@ -645,7 +644,7 @@ func testRolloutPauseResume(t *testing.T) {
 	if p.FromDefinitionID != "v1" || p.ToDefinitionID != "v2" || p.Instances != n || p.CurrentIndex != int32(held) {
 		t.Fatalf("progress while paused: %+v", p)
 	}
-	if err := workflows.SignalRollout(ctx, c.temporal, guid, workflows.SignalResume); err != nil {
+	if err := workflows.SignalRollout(ctx, c.Temporal, guid, workflows.SignalResume); err != nil {
 		t.Fatal(err)
 	}
 	c.waitLRP(guid, "the resumed rollout to complete", 30*time.Second, func() bool {
@@ -674,8 +673,7 @@ func (c *rolloutCluster) waitLRP(guid, what string, within time.Duration, cond f
 
 type rolloutCluster struct {
 	*cluster
-	temporal client.Client
-	chaos    *chaos
+	chaos *chaos
 }
 
 type rolloutOptions struct {
@@ -685,26 +683,35 @@ type rolloutOptions struct {
 	// converge runs convergence every 250 ms with fastRestarts, so that crashed instances are
 	// retried within the test.
 	converge bool
-	// beforeStop runs before each stop request of the rollout activities (withTemporal).
-	beforeStop func(c *cluster, ch *chaos, lrps []model.ActualLRP)
+	// beforeStop runs before each stop request of the rollout activities
+	// (testcluster.Options.BeforeStop).
+	beforeStop func(c *testcluster.Cluster, ch *chaos, lrps []model.ActualLRP)
 }
 
+// newRolloutCluster starts a cluster whose rollouts run on the shared Temporal dev server, on
+// a task queue of t's own, and whose cells run the chaos backend.
 func newRolloutCluster(t *testing.T, o rolloutOptions) *rolloutCluster {
 	t.Helper()
-	tc := temporalClient(t)
 	ch := newChaos()
-	var beforeStop func(*cluster, []model.ActualLRP)
+	opts := testcluster.Options{
+		Cells: o.cells, Zones: 2, Capacity: roomy,
+		Backend:        ch.backend,
+		Temporal:       true,
+		TemporalClient: testcluster.SharedTemporal(t),
+		TaskQueue:      testcluster.TaskQueueFor(t),
+		IndexDeadline:  o.indexDeadline,
+	}
+	if opts.Cells == 0 {
+		opts.Cells = 3
+	}
 	if o.beforeStop != nil {
-		beforeStop = func(c *cluster, lrps []model.ActualLRP) { o.beforeStop(c, ch, lrps) }
+		opts.BeforeStop = func(c *testcluster.Cluster, lrps []model.ActualLRP) { o.beforeStop(c, ch, lrps) }
 	}
-	opts := []clusterOption{ch.option(), withTemporal(tc, taskQueue(t), o.indexDeadline, beforeStop)}
 	if o.converge {
-		opts = append(opts, withConvergence(250*time.Millisecond, fastRestarts()))
+		policy := fastRestarts()
+		opts.RestartPolicy, opts.ConvergeEvery = &policy, 250*time.Millisecond
 	}
-	if o.cells == 0 {
-		o.cells = 3
-	}
-	return &rolloutCluster{cluster: newCluster(t, o.cells, 2, roomy, opts...), temporal: tc, chaos: ch}
+	return &rolloutCluster{cluster: startCluster(t, opts), chaos: ch}
 }
 
 func env(name, value string) model.EnvironmentVariable {
@@ -767,7 +774,7 @@ func (c *rolloutCluster) progress(guid string) workflows.RolloutProgress {
 	c.t.Helper()
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	v, err := c.temporal.QueryWorkflow(qctx, workflows.RolloutWorkflowID(guid), "", workflows.QueryProgress)
+	v, err := c.Temporal.QueryWorkflow(qctx, workflows.RolloutWorkflowID(guid), "", workflows.QueryProgress)
 	if err != nil {
 		c.t.Fatalf("query progress: %v", err)
 	}
@@ -781,7 +788,7 @@ func (c *rolloutCluster) progress(guid string) workflows.RolloutProgress {
 // searchAttribute reads a keyword search attribute of the LRP's (latest) rollout workflow.
 func (c *rolloutCluster) searchAttribute(guid, name string) string {
 	c.t.Helper()
-	d, err := c.temporal.DescribeWorkflowExecution(ctx, workflows.RolloutWorkflowID(guid), "")
+	d, err := c.Temporal.DescribeWorkflowExecution(ctx, workflows.RolloutWorkflowID(guid), "")
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -850,8 +857,8 @@ func (c *cluster) countOn(guid, def string) int {
 // containersOf counts the LRP's containers on every cell.
 func (c *cluster) containersOf(guid string) int {
 	k := 0
-	for _, sc := range c.cells {
-		for _, ctr := range sc.exec.Containers() {
+	for _, sc := range c.Cells {
+		for _, ctr := range sc.Exec.Containers() {
 			if ctr.Key.ProcessGUID == guid {
 				k++
 			}
@@ -893,7 +900,7 @@ func (c *cluster) post(path string, req, resp any) error {
 	if err != nil {
 		return err
 	}
-	r, err := http.Post(c.url+path, "application/json", bytes.NewReader(body))
+	r, err := http.Post(c.URL+path, "application/json", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -976,7 +983,7 @@ func (c *cluster) sample(guid string, n int32) *sampler {
 				return
 			default:
 			}
-			if l, err := c.bbs.ActualLRPs(ctx, model.ActualLRPFilter{ProcessGUID: guid}); err == nil {
+			if l, err := c.BBS.ActualLRPs(ctx, model.ActualLRPFilter{ProcessGUID: guid}); err == nil {
 				s.record(l)
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -1069,7 +1076,7 @@ type eventLog struct {
 }
 
 func (c *cluster) recordEvents() *eventLog {
-	stream := subscribe(c.t, c.url)
+	stream := subscribe(c.t, c.URL)
 	l := &eventLog{}
 	go func() {
 		for e := range stream {
@@ -1242,10 +1249,9 @@ func newChaos() *chaos {
 	return &chaos{live: map[string]*chaosInstance{}, hung: map[string]chan struct{}{}, tries: map[slotKeyGUID]int{}}
 }
 
-func (ch *chaos) option() clusterOption {
-	return func(c *cluster, _ *api.Server) {
-		c.backend = func(seed int64) executor.Backend { return &chaosBackend{inner: sim.New(seed), ch: ch} }
-	}
+// backend is a chaos backend around the sim one (testcluster.Options.Backend).
+func (ch *chaos) backend(seed int64) executor.Backend {
+	return &chaosBackend{inner: sim.New(seed), ch: ch}
 }
 
 func (ch *chaos) setScript(f func(key model.ActualLRPKey, attempt int) startOutcome) {

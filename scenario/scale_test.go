@@ -27,7 +27,7 @@ func TestScale10kInstancesOver100Cells(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := c.bbs.DesireLRP(ctx, simLRP(fmt.Sprintf("app-%04d", i), perLRP)); err != nil {
+			if err := c.BBS.DesireLRP(ctx, simLRP(fmt.Sprintf("app-%04d", i), perLRP)); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -37,7 +37,7 @@ func TestScale10kInstancesOver100Cells(t *testing.T) {
 	var all []model.ActualLRP
 	c.waitFor("10,000 RUNNING instances", 5*time.Minute, func() bool {
 		var err error
-		all, err = c.store.ActualLRPs(ctx, model.ActualLRPFilter{})
+		all, err = c.Store.ActualLRPs(ctx, model.ActualLRPFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +54,7 @@ func TestScale10kInstancesOver100Cells(t *testing.T) {
 	perZone := map[string]int{}
 	for _, a := range all {
 		perCell[a.CellID]++
-		perZone[c.zoneOf(a.CellID)]++
+		perZone[c.Zone(a.CellID)]++
 	}
 	lo, hi := lrps*perLRP, 0
 	for _, n := range perCell {

@@ -42,6 +42,7 @@ func runCellCommand(ctx context.Context, args []string) error {
 	pollEvery := fs.Duration("poll-interval", 5*time.Second, "reconciliation poll interval")
 	grace := fs.Duration("stop-grace", 10*time.Second, "SIGTERM → SIGKILL grace period for instances")
 	evacTimeout := fs.Duration("evacuation-timeout", 10*time.Minute, "longest drain")
+	stopDrain := fs.Duration("stop-drain", envDuration("BBS_CELL_STOP_DRAIN", 2*time.Second), "how long a stopped instance keeps serving after routers were told to deregister it [BBS_CELL_STOP_DRAIN]")
 	logLevel := fs.String("log-level", envOr("BBS_LOG_LEVEL", "info"), "debug, info, warn or error [BBS_LOG_LEVEL]")
 	var serverTLS tlsFlags
 	serverTLS.register(fs)
@@ -106,6 +107,7 @@ func runCellCommand(ctx context.Context, args []string) error {
 		Capacity:          model.CellCapacity{MemoryMB: int32(*memory), DiskMB: int32(*disk), Containers: int32(*containers)},
 		PollInterval:      *pollEvery,
 		EvacuationTimeout: *evacTimeout,
+		StopDrain:         *stopDrain,
 	}, bbsclient.New(*apiURL, apiTLS), exec, log)
 
 	drain := make(chan os.Signal, 1)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/updatable-lrps/bbs/bbsclient"
 	"github.com/updatable-lrps/bbs/cell"
 	"github.com/updatable-lrps/bbs/internal/pgcluster"
 	"github.com/updatable-lrps/bbs/internal/temporaldev"
@@ -32,6 +33,8 @@ func runDevCommand(ctx context.Context, args []string) error {
 	nCells := fs.Int("cells", 3, "cell agents to run")
 	var rf rolloutFlags
 	rf.register(fs)
+	routerAddr := fs.String("router-listen", "127.0.0.1:8080", "the router's address (apps by Host header)")
+	routerAdmin := fs.String("router-admin-listen", "127.0.0.1:8081", "the router's stats")
 	noWorker := fs.Bool("no-worker", false, "do not run the worker (placement, convergence, rollouts) in this process: for running `bbs worker` separately")
 	convergeEvery := fs.Duration("convergence-interval", envDuration("BBS_CONVERGENCE_INTERVAL", workflows.DefaultConvergenceInterval), "how often convergence runs [BBS_CONVERGENCE_INTERVAL]")
 	nZones := fs.Int("zones", 2, "zones to spread the cells over")
@@ -131,6 +134,15 @@ func runDevCommand(ctx context.Context, args []string) error {
 		}()
 	}
 
+	rt, err := startRouter(ctx, *routerAddr, *routerAdmin, bbsclient.New(a.url(), nil), log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		log.Info("stopping the router")
+		rt.stop()
+	}()
+
 	log.Info("starting cells", zap.Int("cells", *nCells), zap.Int("zones", *nZones))
 	cells, err := startDevCells(ctx, store, *nCells, *nZones, a.url(), *cellExecutor, dir, log)
 	defer func() {
@@ -152,12 +164,13 @@ BBS dev stack is up:
   Temporal UI   http://localhost:%d
   Temporal      %s (namespace default, state in %s, log %s)
   Worker        %s
+  Router        http://%s (apps by Host header; stats: http://%s/stats)
   PostgreSQL    %s %s
 %s
 Ctrl-C stops everything; the next 'make run' resumes with the data kept.
 
 `, a.url(), a.url(), *uiPort, ts.Address(), filepath.Join(*dataDir, "temporal.db"),
-		filepath.Join(*dataDir, "temporal.log"), workerLine, redact(dbURL), pgNote, cellLines)
+		filepath.Join(*dataDir, "temporal.log"), workerLine, *routerAddr, *routerAdmin, redact(dbURL), pgNote, cellLines)
 
 	<-ctx.Done()
 	fmt.Println()

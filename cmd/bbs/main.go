@@ -26,6 +26,7 @@ commands:
   api       serve the HTTP API
   worker    run the Temporal worker (rollouts, convergence)
   migrate   apply database migrations and exit
+  router    route HTTP by Host header to the RUNNING instances of the LRPs (port 8080)
   cell      run a cell agent that runs instances (SIGTERM drains it, Ctrl-C stops it)
   dev       run everything on one machine: a private PostgreSQL under .data/ (unless
             DATABASE_URL is set), the Temporal dev server with its Web UI, the API and the worker
@@ -45,6 +46,7 @@ func main() {
 		"migrate": runMigrateCommand,
 		"dev":     runDevCommand,
 		"cell":    runCellCommand,
+		"router":  runRouterCommand,
 	}
 	cmd, ok := commands[os.Args[1]]
 	if !ok {

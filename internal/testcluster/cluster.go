@@ -7,10 +7,7 @@ package testcluster
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -25,12 +22,11 @@ import (
 	"github.com/updatable-lrps/bbs/executor"
 	"github.com/updatable-lrps/bbs/executor/sim"
 	"github.com/updatable-lrps/bbs/internal/dbtest"
-	"github.com/updatable-lrps/bbs/internal/temporaldev"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/worker"
 	"github.com/updatable-lrps/bbs/workflows"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/testsuite"
+	sdkworker "go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 )
 
@@ -38,26 +34,59 @@ import (
 type Options struct {
 	Cells, Zones int
 	Capacity     model.CellCapacity
-	// Temporal starts a dev server (in memory) and the BBS worker, and lets the API start
-	// rollouts.
+	// Backend makes each cell's executor backend from the cell's seed (1, 2, …); nil uses the
+	// plain sim backend, sim.New(seed).
+	Backend func(seed int64) executor.Backend
+	// RestartPolicy, when not nil, replaces the store's restart policy (the one cells' crash
+	// reports and convergence use; model.DefaultRestartPolicy otherwise).
+	RestartPolicy *model.RestartPolicy
+	// ConvergeEvery, when positive, runs a convergence pass at that interval (what the
+	// convergence schedule does in a deployment, every 30 s) and asks cells to stop what a pass
+	// says to stop.
+	ConvergeEvery time.Duration
+
+	// Temporal runs the BBS workflows and activities on a worker of the cluster's own and lets
+	// the API start rollouts.
 	Temporal bool
-	// MaxInFlight and IndexDeadline tune the rollouts the API starts.
+	// TemporalClient is the client of a running Temporal server (e.g. SharedTemporal's) to use
+	// when Temporal is set; nil starts an in-memory dev server for the cluster alone. On a
+	// server the cluster does not own, the rollout workflows left open on TaskQueue are
+	// terminated when the cluster stops.
+	TemporalClient client.Client
+	// TaskQueue is the worker's and the API's task queue; "" means worker.TaskQueue. Clusters
+	// sharing a server need queues of their own (see TaskQueueFor).
+	TaskQueue string
+	// MaxInFlight and IndexDeadline tune the rollouts the API starts (0: the workflow's
+	// defaults).
 	MaxInFlight   int
 	IndexDeadline time.Duration
+	// BeforeStop, when not nil, runs before each stop request of the worker's activities
+	// reaches the cells (to inject races with the cells' reports); the ConvergeEvery passes
+	// and the API stop without it.
+	BeforeStop func(c *Cluster, lrps []model.ActualLRP)
 }
 
 // Cluster is a running system.
 type Cluster struct {
-	Store    *db.Store
-	BBS      *bbsclient.Client
-	URL      string
-	Temporal client.Client
-	Cells    []*Cell
+	Store *db.Store
+	// Stopper asks cells to stop instances (what the API and the activities use).
+	Stopper *cell.Stopper
+	BBS     *bbsclient.Client
+	URL     string
+	// Temporal is the Temporal client (nil without Options.Temporal), and TaskQueue the queue
+	// of the cluster's worker.
+	Temporal  client.Client
+	TaskQueue string
+	Cells     []*Cell
 
-	t      testing.TB
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	t       testing.TB
+	backend func(seed int64) executor.Backend
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	onStop  []func() // run, last added first, before the cluster's parts stop
+	closers []func() // run, last added first, after they stopped
 }
 
 // Cell is one sim cell agent.
@@ -68,44 +97,34 @@ type Cell struct {
 	done     chan error
 }
 
-// TemporalBin finds the temporal CLI: $TEMPORAL_BIN, else bin/temporal above the working
-// directory; "" when there is none.
-func TemporalBin() string {
-	if p := os.Getenv("TEMPORAL_BIN"); p != "" {
-		return p
-	}
-	for dir, _ := os.Getwd(); dir != "/" && dir != "."; dir = filepath.Dir(dir) {
-		if p := filepath.Join(dir, "bin", "temporal"); fileExists(p) {
-			return p
-		}
-	}
-	return ""
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
 // New starts a cluster; everything stops when the test ends.
 func New(t testing.TB, opts Options) *Cluster {
 	t.Helper()
 	log := zap.NewNop()
 	store := dbtest.NewStore(t)
-	c := &Cluster{Store: store, t: t}
+	if opts.RestartPolicy != nil {
+		store.SetRestartPolicy(*opts.RestartPolicy)
+	}
+	c := &Cluster{Store: store, Stopper: &cell.Stopper{Cells: store, Client: cell.NewClient(nil)}, t: t, backend: opts.Backend}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	t.Cleanup(c.stop)
 
 	hub := events.NewHub(store, store.URL(), events.Options{GapWait: 200 * time.Millisecond, Poll: 200 * time.Millisecond}, log)
-	server := api.NewServer(store, &cell.Stopper{Cells: store, Client: cell.NewClient(nil)}, log).WithEvents(hub)
+	server := api.NewServer(store, c.Stopper, log).WithEvents(hub)
 	if opts.Temporal {
 		c.startTemporal(server, opts)
 	}
 	server.MarkReady()
 	ts := httptest.NewServer(server)
+	c.closers = append(c.closers, ts.Close)
 	c.URL = ts.URL
 	c.BBS = bbsclient.New(ts.URL, nil)
 	placement := auctioneer.New(store, cell.NewClient(nil), auctioneer.Options{Interval: 200 * time.Millisecond, Resend: 5 * time.Second, RetryFailed: time.Second}, log)
 	c.goRun(func(ctx context.Context) { hub.Run(ctx) })
 	c.goRun(func(ctx context.Context) { placement.Run(ctx) })
-	t.Cleanup(ts.Close)
+	if opts.ConvergeEvery > 0 {
+		c.goRun(func(ctx context.Context) { c.converge(ctx, opts.ConvergeEvery) })
+	}
 	zones := max(opts.Zones, 1)
 	for i := 0; i < opts.Cells; i++ {
 		c.AddCell(fmt.Sprintf("cell-%03d", i+1), fmt.Sprintf("z%d", i%zones+1), opts.Capacity)
@@ -118,41 +137,92 @@ func (c *Cluster) goRun(f func(ctx context.Context)) {
 	go func() { defer c.wg.Done(); f(c.ctx) }()
 }
 
+// converge runs a convergence pass every `every` until ctx ends.
+func (c *Cluster) converge(ctx context.Context, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if res, err := c.Store.Converge(ctx, db.ConvergeOptions{}); err == nil && len(res.ToStop) > 0 {
+			_ = c.Stopper.StopInstances(ctx, res.ToStop)
+		}
+	}
+}
+
+// startTemporal starts the worker (and, without Options.TemporalClient, a dev server) and
+// attaches the API's RolloutClient to it.
 func (c *Cluster) startTemporal(server *api.Server, opts Options) {
-	bin := TemporalBin()
-	if bin == "" {
-		c.t.Skip("no temporal CLI (TEMPORAL_BIN or bin/temporal); `make test` builds it")
+	c.TaskQueue = opts.TaskQueue
+	if c.TaskQueue == "" {
+		c.TaskQueue = worker.TaskQueue
 	}
-	var extra []string
-	for name, typ := range temporaldev.SearchAttributes {
-		extra = append(extra, "--search-attribute", name+"="+typ)
+	c.Temporal = opts.TemporalClient
+	if c.Temporal == nil {
+		ds := startDevServer(c.t)
+		c.closers = append(c.closers, func() { ds.Client().Close(); ds.Stop() })
+		c.Temporal = ds.Client()
 	}
-	extra = append(extra, "--dynamic-config-value", "matching.numTaskqueueReadPartitions=1",
-		"--dynamic-config-value", "matching.numTaskqueueWritePartitions=1")
-	ds, err := testsuite.StartDevServer(c.ctx, testsuite.DevServerOptions{ExistingPath: bin, LogLevel: "error", ExtraArgs: extra,
-		Stdout: io.Discard, Stderr: io.Discard,
-		ClientOptions: &client.Options{Logger: quietLogger{}}})
-	if err != nil {
-		c.t.Fatalf("start the Temporal dev server: %v", err)
+	log := zap.NewNop()
+	rc := &workflows.RolloutClient{Client: c.Temporal, TaskQueue: c.TaskQueue, MaxInFlight: opts.MaxInFlight, IndexDeadline: opts.IndexDeadline}
+	var stopper activities.Stopper = c.Stopper
+	if opts.BeforeStop != nil {
+		stopper = hookedStopper{c: c, before: opts.BeforeStop}
 	}
-	c.t.Cleanup(func() { ds.Stop() })
-	c.Temporal = ds.Client()
-	waiter := activities.NewPGWaiter(c.Store.URL(), zap.NewNop())
-	c.t.Cleanup(func() { waiter.Close() })
-	rc := &workflows.RolloutClient{Client: c.Temporal, TaskQueue: worker.TaskQueue, MaxInFlight: opts.MaxInFlight, IndexDeadline: opts.IndexDeadline}
-	w := worker.New(c.Temporal, worker.Deps{Store: c.Store, Stopper: &cell.Stopper{Cells: c.Store, Client: cell.NewClient(nil)},
-		Rollouts: rc, Waiter: waiter, Log: zap.NewNop()})
+	waiter := activities.NewPGWaiter(c.Store.URL(), log)
+	w := newWorker(c.Temporal, c.TaskQueue, worker.Deps{Store: c.Store, Stopper: stopper, Rollouts: rc, Waiter: waiter, Log: log})
 	if err := w.Start(); err != nil {
-		c.t.Fatalf("start the worker: %v", err)
+		waiter.Close()
+		c.t.Fatalf("start the worker on %s: %v", c.TaskQueue, err)
 	}
-	c.t.Cleanup(w.Stop)
+	shared := opts.TemporalClient != nil
+	c.OnStop(func() {
+		if shared {
+			terminateOpenRollouts(c.Temporal, c.TaskQueue)
+		}
+		w.Stop()
+		waiter.Close()
+	})
 	server.WithRollouts(rc)
+}
+
+// newWorker is worker.New on any task queue (worker.New is fixed to worker.TaskQueue): the
+// same workflows, activities and options.
+func newWorker(tc client.Client, queue string, d worker.Deps) sdkworker.Worker {
+	if queue == worker.TaskQueue {
+		return worker.New(tc, d)
+	}
+	w := sdkworker.New(tc, queue, sdkworker.Options{MaxConcurrentActivityExecutionSize: 10000})
+	w.RegisterWorkflow(workflows.ConvergeWorkflow)
+	w.RegisterWorkflow(workflows.RolloutWorkflow)
+	w.RegisterActivity(&activities.Converger{Store: d.Store, Stopper: d.Stopper, Log: d.Log})
+	w.RegisterActivity(&activities.Resumer{Store: d.Store, Starter: d.Rollouts, Log: d.Log})
+	w.RegisterActivity(&activities.Rollouts{Store: d.Store, Stopper: d.Stopper, Waiter: d.Waiter, Log: d.Log})
+	return w
+}
+
+type hookedStopper struct {
+	c      *Cluster
+	before func(c *Cluster, lrps []model.ActualLRP)
+}
+
+func (h hookedStopper) StopInstances(ctx context.Context, lrps []model.ActualLRP) error {
+	h.before(h.c, lrps)
+	return h.c.Stopper.StopInstances(ctx, lrps)
 }
 
 // AddCell starts one more sim cell.
 func (c *Cluster) AddCell(id, zone string, capacity model.CellCapacity) *Cell {
 	c.t.Helper()
-	exec := executor.New(sim.New(int64(len(c.Cells)+1)), executor.Config{
+	seed := int64(len(c.Cells) + 1)
+	var backend executor.Backend = sim.New(seed)
+	if c.backend != nil {
+		backend = c.backend(seed)
+	}
+	exec := executor.New(backend, executor.Config{
 		SkipPortProbe: true, PortRangeStart: 61000, PortRangeEnd: 63000,
 		MonitorInterval: 20 * time.Millisecond, HealthyMonitorInterval: time.Second, StopGracePeriod: 100 * time.Millisecond,
 	}, zap.NewNop())
@@ -173,18 +243,49 @@ func (c *Cluster) AddCell(id, zone string, capacity model.CellCapacity) *Cell {
 	return sc
 }
 
+// Wait waits up to within for the cell's agent to exit (as it does once drained) and returns
+// what its Run returned; exited is false when it still runs.
+func (sc *Cell) Wait(within time.Duration) (exited bool, err error) {
+	select {
+	case err := <-sc.done:
+		sc.done <- err // for the cluster's stop
+		return true, err
+	case <-time.After(within):
+		return false, nil
+	}
+}
+
+// Zone is the zone of the cell with the given ID ("" when there is none).
+func (c *Cluster) Zone(cellID string) string {
+	for _, sc := range c.Cells {
+		if sc.ID == cellID {
+			return sc.Zone
+		}
+	}
+	return ""
+}
+
+// OnStop registers f to run when the test ends, before the cluster's cells, placement and
+// API stop (hooks run last added first): for whatever uses the store or the cells.
+func (c *Cluster) OnStop(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onStop = append(c.onStop, f)
+}
+
 func (c *Cluster) stop() {
+	c.mu.Lock()
+	hooks := c.onStop
+	c.mu.Unlock()
+	for i := len(hooks) - 1; i >= 0; i-- {
+		hooks[i]()
+	}
 	c.cancel()
 	for _, sc := range c.Cells {
 		<-sc.done
 	}
 	c.wg.Wait()
+	for i := len(c.closers) - 1; i >= 0; i-- {
+		c.closers[i]()
+	}
 }
-
-// quietLogger keeps the SDK's client logs out of benchmark output.
-type quietLogger struct{}
-
-func (quietLogger) Debug(string, ...any) {}
-func (quietLogger) Info(string, ...any)  {}
-func (quietLogger) Warn(string, ...any)  {}
-func (quietLogger) Error(string, ...any) {}

@@ -1,0 +1,222 @@
+// Package router is a small Gorouter with its route emitter: it keeps a table from host
+// names to the RUNNING instances of the LRPs whose cf-router routes name them, follows the
+// BBS event stream (with a periodic full resync), and proxies HTTP by Host header.
+package router
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// Endpoint is one instance serving a host.
+type Endpoint struct {
+	Address      string // host:port
+	ProcessGUID  string
+	DefinitionID string
+	Index        int32
+	InstanceGUID string
+}
+
+// CFRoute is one entry of routes["cf-router"] (seed 002).
+type CFRoute struct {
+	Hostnames []string `json:"hostnames"`
+	Port      uint32   `json:"port"`
+}
+
+// LRP is what the table needs to know of an LRP: its routes and each definition's ports.
+type LRP struct {
+	ProcessGUID string
+	Routes      []CFRoute
+	// Ports are the container ports of each definition: during a rollout two definitions
+	// may expose different ports (seed 001's route-emitter concern).
+	Ports map[string][]uint32
+}
+
+// LRPFromDeployment reads the cf-router routes and definition ports of a deployment.
+func LRPFromDeployment(d *model.LRPDeployment) LRP {
+	l := LRP{ProcessGUID: d.ProcessGUID, Ports: map[string][]uint32{}}
+	if raw, ok := d.Routes["cf-router"]; ok {
+		_ = json.Unmarshal(raw, &l.Routes) // an opaque value that is not cf-router JSON routes nothing
+	}
+	for id, def := range d.Definitions {
+		l.Ports[id] = def.Ports
+	}
+	return l
+}
+
+// Table maps host names to endpoints. It is safe for concurrent use.
+type Table struct {
+	mu        sync.RWMutex
+	lrps      map[string]LRP                        // by process guid
+	instances map[string]map[string]model.ActualLRP // process guid → instance key → RUNNING instance
+	hosts     map[string][]Endpoint                 // derived
+	next      atomic.Uint64
+}
+
+// NewTable returns an empty table.
+func NewTable() *Table {
+	return &Table{lrps: map[string]LRP{}, instances: map[string]map[string]model.ActualLRP{}, hosts: map[string][]Endpoint{}}
+}
+
+func instanceKey(a *model.ActualLRP) string {
+	return fmt.Sprintf("%s/%d/%s", a.DefinitionID, a.Index, a.Presence)
+}
+
+// routable is whether an instance may take traffic: RUNNING, not retiring.
+func routable(a *model.ActualLRP) bool {
+	return a.State == model.StateRunning && !a.Retiring && a.Address != ""
+}
+
+// Replace swaps in a whole new state (a resync).
+func (t *Table) Replace(lrps []LRP, actual []model.ActualLRP) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lrps = map[string]LRP{}
+	for _, l := range lrps {
+		t.lrps[l.ProcessGUID] = l
+	}
+	t.instances = map[string]map[string]model.ActualLRP{}
+	for i := range actual {
+		if routable(&actual[i]) {
+			t.putLocked(actual[i])
+		}
+	}
+	t.rebuildLocked()
+}
+
+// SetLRP records (or replaces) an LRP's routes and ports.
+func (t *Table) SetLRP(l LRP) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lrps[l.ProcessGUID] = l
+	t.rebuildLocked()
+}
+
+// RemoveLRP forgets an LRP and its instances.
+func (t *Table) RemoveLRP(guid string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.lrps, guid)
+	delete(t.instances, guid)
+	t.rebuildLocked()
+}
+
+// HasLRP reports whether the table knows an LRP's routes.
+func (t *Table) HasLRP(guid string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	_, ok := t.lrps[guid]
+	return ok
+}
+
+// SetInstance records an instance's current state: routable ones are added, others (and
+// retiring ones) removed.
+func (t *Table) SetInstance(a model.ActualLRP) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if routable(&a) {
+		t.putLocked(a)
+	} else if m := t.instances[a.ProcessGUID]; m != nil {
+		delete(m, instanceKey(&a))
+	}
+	t.rebuildLocked()
+}
+
+// RemoveInstance forgets an instance.
+func (t *Table) RemoveInstance(a model.ActualLRP) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if m := t.instances[a.ProcessGUID]; m != nil {
+		delete(m, instanceKey(&a))
+	}
+	t.rebuildLocked()
+}
+
+func (t *Table) putLocked(a model.ActualLRP) {
+	m := t.instances[a.ProcessGUID]
+	if m == nil {
+		m = map[string]model.ActualLRP{}
+		t.instances[a.ProcessGUID] = m
+	}
+	m[instanceKey(&a)] = a
+}
+
+// rebuildLocked derives the host map. Tables are small (one entry per routed instance), so
+// a rebuild per change keeps lookups lock-cheap and the code obvious.
+func (t *Table) rebuildLocked() {
+	hosts := map[string][]Endpoint{}
+	for guid, insts := range t.instances {
+		l, ok := t.lrps[guid]
+		if !ok {
+			continue
+		}
+		for _, a := range insts {
+			for _, r := range l.Routes {
+				port, ok := hostPort(&a, containerPort(r.Port, l.Ports[a.DefinitionID]))
+				if !ok {
+					continue
+				}
+				ep := Endpoint{Address: net.JoinHostPort(a.Address, fmt.Sprint(port)), ProcessGUID: guid,
+					DefinitionID: a.DefinitionID, Index: a.Index, InstanceGUID: a.InstanceGUID}
+				for _, h := range r.Hostnames {
+					h = strings.ToLower(h)
+					hosts[h] = append(hosts[h], ep)
+				}
+			}
+		}
+	}
+	for h := range hosts {
+		sort.Slice(hosts[h], func(i, j int) bool { return hosts[h][i].Address < hosts[h][j].Address })
+	}
+	t.hosts = hosts
+}
+
+// containerPort is the port a route reaches on an instance of a definition exposing ports:
+// the route's port when the definition has it, else the definition's first port (a rollout
+// that changed the app's port keeps both definitions routed).
+func containerPort(routePort uint32, ports []uint32) uint32 {
+	if len(ports) == 0 || slices.Contains(ports, routePort) {
+		return routePort
+	}
+	return ports[0]
+}
+
+func hostPort(a *model.ActualLRP, container uint32) (uint32, bool) {
+	for _, p := range a.Ports {
+		if p.ContainerPort == container {
+			return p.HostPort, true
+		}
+	}
+	return 0, false
+}
+
+// Endpoints returns the endpoints of host, rotated for round-robin.
+func (t *Table) Endpoints(host string) []Endpoint {
+	t.mu.RLock()
+	eps := t.hosts[strings.ToLower(host)]
+	t.mu.RUnlock()
+	if len(eps) == 0 {
+		return nil
+	}
+	start := int(t.next.Add(1) % uint64(len(eps)))
+	return append(slices.Clone(eps[start:]), eps[:start]...)
+}
+
+// Hosts lists the routed host names and their endpoint counts.
+func (t *Table) Hosts() map[string]int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make(map[string]int, len(t.hosts))
+	for h, eps := range t.hosts {
+		out[h] = len(eps)
+	}
+	return out
+}
