@@ -187,30 +187,24 @@ func (a *Agent) heartbeat(ctx context.Context) error {
 }
 
 func (a *Agent) heartbeatLoop(ctx context.Context) {
-	t := time.NewTicker(a.cfg.HeartbeatInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := a.heartbeat(ctx); err != nil && ctx.Err() == nil {
-				a.log.Warn("heartbeat", zap.Error(err))
-			}
-		}
-	}
+	a.every(ctx, a.cfg.HeartbeatInterval, "heartbeat", a.heartbeat)
 }
 
 func (a *Agent) pollLoop(ctx context.Context) {
-	t := time.NewTicker(a.cfg.PollInterval)
+	a.every(ctx, a.cfg.PollInterval, "reconcile", a.reconcileAll)
+}
+
+// every runs fn each interval until ctx ends, logging its failures under what.
+func (a *Agent) every(ctx context.Context, interval time.Duration, what string, fn func(context.Context) error) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := a.reconcileAll(ctx); err != nil && ctx.Err() == nil {
-				a.log.Warn("reconcile", zap.Error(err))
+			if err := fn(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn(what, zap.Error(err))
 			}
 		}
 	}

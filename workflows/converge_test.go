@@ -203,7 +203,7 @@ func TestConvergenceScheduleOnDevServer(t *testing.T) {
 		t.Fatalf("instances after the pass = %d, %v", len(lrps), err)
 	}
 	if os.Getenv("BBS_RECORD_HISTORY") != "" {
-		recordHistory(ctx, t, c, run.WorkflowID, run.FirstExecutionRunID)
+		recordHistory(ctx, t, c, run.WorkflowID, run.FirstExecutionRunID, historyFile)
 	}
 }
 
@@ -225,7 +225,8 @@ func triggeredRun(ctx context.Context, t *testing.T, c client.Client) *client.Sc
 	return nil
 }
 
-func recordHistory(ctx context.Context, t *testing.T, c client.Client, id, runID string) {
+// recordHistory saves a workflow run's history as JSON into file, for the replay tests.
+func recordHistory(ctx context.Context, t *testing.T, c client.Client, id, runID, file string) {
 	t.Helper()
 	iter := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	h := &historypb.History{}
@@ -240,10 +241,10 @@ func recordHistory(ctx context.Context, t *testing.T, c client.Client, id, runID
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(historyFile, b, 0o644); err != nil {
+	if err := os.WriteFile(file, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("recorded %d events into %s", len(h.Events), historyFile)
+	t.Logf("recorded %d events into %s", len(h.Events), file)
 }
 
 // The activity's store is the real one: the interface must stay satisfied by *db.Store.

@@ -16,9 +16,6 @@ import (
 	"github.com/updatable-lrps/bbs/internal/temporalzap"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/workflows"
-	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -302,7 +299,7 @@ func TestRolloutOnDevServer(t *testing.T) {
 		t.Fatalf("instances %q, want %q", got, want)
 	}
 	if os.Getenv("BBS_RECORD_HISTORY") != "" {
-		recordRolloutHistory(ctx, t, c, workflows.RolloutWorkflowID("app"), runID)
+		recordHistory(ctx, t, c, workflows.RolloutWorkflowID("app"), runID, rolloutHistoryFile)
 	}
 }
 
@@ -310,25 +307,4 @@ func (m *memStore) progressOf(id string) model.RolloutProgress {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.progress[id]
-}
-
-func recordRolloutHistory(ctx context.Context, t *testing.T, c client.Client, id, runID string) {
-	t.Helper()
-	iter := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	h := &historypb.History{}
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Events = append(h.Events, ev)
-	}
-	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(rolloutHistoryFile, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("recorded %d events into %s", len(h.Events), rolloutHistoryFile)
 }
