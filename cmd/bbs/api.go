@@ -19,7 +19,7 @@ import (
 func runAPICommand(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("api", flag.ContinueOnError)
 	listenAddr := fs.String("listen", envOr("BBS_LISTEN_ADDR", "127.0.0.1:8889"), "address to serve the API on [BBS_LISTEN_ADDR]")
-	logLevel := fs.String("log-level", envOr("BBS_LOG_LEVEL", "info"), "debug, info, warn or error [BBS_LOG_LEVEL]")
+	logLevel := logLevelFlag(fs)
 	var tlsOpts tlsFlags
 	tlsOpts.register(fs)
 	var peerTLS clientTLSFlags
@@ -36,11 +36,7 @@ func runAPICommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer log.Sync()
-	url, err := requireDatabaseURL()
-	if err != nil {
-		return err
-	}
-	store, err := openStore(ctx, url, log)
+	store, err := openStoreFromEnv(ctx, log)
 	if err != nil {
 		return err
 	}
@@ -162,11 +158,7 @@ func runMigrateCommand(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	url, err := requireDatabaseURL()
-	if err != nil {
-		return err
-	}
-	store, err := openStore(ctx, url, log)
+	store, err := openStoreFromEnv(ctx, log)
 	if err != nil {
 		return err
 	}

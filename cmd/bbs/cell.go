@@ -43,7 +43,7 @@ func runCellCommand(ctx context.Context, args []string) error {
 	grace := fs.Duration("stop-grace", 10*time.Second, "SIGTERM → SIGKILL grace period for instances")
 	evacTimeout := fs.Duration("evacuation-timeout", 10*time.Minute, "longest drain")
 	stopDrain := fs.Duration("stop-drain", envDuration("BBS_CELL_STOP_DRAIN", 2*time.Second), "how long a stopped instance keeps serving after routers were told to deregister it [BBS_CELL_STOP_DRAIN]")
-	logLevel := fs.String("log-level", envOr("BBS_LOG_LEVEL", "info"), "debug, info, warn or error [BBS_LOG_LEVEL]")
+	logLevel := logLevelFlag(fs)
 	var serverTLS tlsFlags
 	serverTLS.register(fs)
 	var clientTLS clientTLSFlags

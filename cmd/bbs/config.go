@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/updatable-lrps/bbs/db"
+	"go.uber.org/zap"
 )
 
 // envOr returns the environment variable name, or def when it is unset or empty.
@@ -32,6 +37,15 @@ func secretFromEnv(name string) (string, error) {
 	return "", nil
 }
 
+// openStoreFromEnv connects to the database named by DATABASE_URL (or DATABASE_URL_FILE).
+func openStoreFromEnv(ctx context.Context, log *zap.Logger) (*db.Store, error) {
+	url, err := requireDatabaseURL()
+	if err != nil {
+		return nil, err
+	}
+	return openStore(ctx, url, log)
+}
+
 func requireDatabaseURL() (string, error) {
 	url, err := secretFromEnv("DATABASE_URL")
 	if err != nil {
@@ -49,4 +63,9 @@ func envDuration(name string, def time.Duration) time.Duration {
 		return d
 	}
 	return def
+}
+
+// logLevelFlag registers the --log-level flag every command has.
+func logLevelFlag(fs *flag.FlagSet) *string {
+	return fs.String("log-level", envOr("BBS_LOG_LEVEL", "info"), "debug, info, warn or error [BBS_LOG_LEVEL]")
 }

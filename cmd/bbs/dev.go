@@ -29,7 +29,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 	temporalBin := fs.String("temporal-bin", envOr("TEMPORAL_BIN", ""), "temporal CLI (default: bin/temporal, else temporal on PATH) [TEMPORAL_BIN]")
 	temporalPort := fs.Int("temporal-port", 7233, "Temporal frontend port")
 	uiPort := fs.Int("temporal-ui-port", 8233, "Temporal Web UI port")
-	logLevel := fs.String("log-level", envOr("BBS_LOG_LEVEL", "info"), "debug, info, warn or error [BBS_LOG_LEVEL]")
+	logLevel := logLevelFlag(fs)
 	nCells := fs.Int("cells", 3, "cell agents to run")
 	var rf rolloutFlags
 	rf.register(fs)

@@ -20,7 +20,7 @@ func runRouterCommand(ctx context.Context, args []string) error {
 	listenAddr := fs.String("listen", envOr("BBS_ROUTER_LISTEN_ADDR", "127.0.0.1:8080"), "where apps are served, by Host header [BBS_ROUTER_LISTEN_ADDR]")
 	adminAddr := fs.String("admin-listen", envOr("BBS_ROUTER_ADMIN_ADDR", "127.0.0.1:8081"), "GET /stats and /routes [BBS_ROUTER_ADMIN_ADDR]")
 	apiURL := fs.String("api-url", envOr("BBS_API_URL", "http://127.0.0.1:8889"), "the BBS API [BBS_API_URL]")
-	logLevel := fs.String("log-level", envOr("BBS_LOG_LEVEL", "info"), "debug, info, warn or error [BBS_LOG_LEVEL]")
+	logLevel := logLevelFlag(fs)
 	var peerTLS clientTLSFlags
 	peerTLS.register(fs)
 	if err := fs.Parse(args); err != nil {

@@ -67,7 +67,7 @@ func (t *temporalFlags) dial(ctx context.Context, log *zap.Logger) (client.Clien
 
 func runWorkerCommand(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	logLevel := fs.String("log-level", envOr("BBS_LOG_LEVEL", "info"), "debug, info, warn or error [BBS_LOG_LEVEL]")
+	logLevel := logLevelFlag(fs)
 	var tf temporalFlags
 	tf.register(fs)
 	var peerTLS clientTLSFlags
@@ -83,11 +83,7 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer log.Sync()
-	url, err := requireDatabaseURL()
-	if err != nil {
-		return err
-	}
-	store, err := openStore(ctx, url, log)
+	store, err := openStoreFromEnv(ctx, log)
 	if err != nil {
 		return err
 	}
