@@ -25,8 +25,18 @@ type Cell struct {
 	Zone          string
 	Capacity      model.CellCapacity
 	PlacementTags []string
-	// Instances are what the cell already holds; they count toward its usage.
+	// Instances are instances the cell already holds, one by one; they count toward its
+	// usage and toward the spread of their LRP. Only instances of the LRPs being placed
+	// matter for the spread, so a caller may pass just those and sum the rest into Held.
 	Instances []Instance
+	// Held is what the cell holds besides Instances.
+	Held Usage
+}
+
+// Usage is a sum of held instances: resources, containers, and how many are starting.
+type Usage struct {
+	MemoryMB, DiskMB     int64
+	Containers, Starting int
 }
 
 // Instance is an LRP instance a cell already holds.
@@ -211,6 +221,10 @@ func newPlacer(cells []Cell) *placer {
 			totDisk: int64(c.Capacity.DiskMB),
 			totCont: int64(c.Capacity.Containers),
 			perGUID: map[string]int{},
+			mem:      c.Held.MemoryMB,
+			disk:     c.Held.DiskMB,
+			cont:     int64(c.Held.Containers),
+			starting: c.Held.Starting,
 		}
 		for _, in := range c.Instances {
 			s.mem += int64(in.MemoryMB)

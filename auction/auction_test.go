@@ -523,3 +523,33 @@ func BenchmarkPlace10kOver100Cells(b *testing.B) {
 		}
 	}
 }
+
+// TestHeldCountsLikeInstances: usage summed into Held weighs exactly as the same instances
+// listed one by one, for fit and for score.
+func TestHeldCountsLikeInstances(t *testing.T) {
+	capacity := model.CellCapacity{MemoryMB: 1000, DiskMB: 1000, Containers: 10}
+	listed := []Cell{
+		{ID: "a", Zone: "z", Capacity: capacity, Instances: []Instance{{ProcessGUID: "o", MemoryMB: 300, DiskMB: 300, Starting: true}, {ProcessGUID: "o", MemoryMB: 300, DiskMB: 300}}},
+		{ID: "b", Zone: "z", Capacity: capacity, Instances: []Instance{{ProcessGUID: "p", MemoryMB: 100, DiskMB: 100}}},
+	}
+	summed := []Cell{
+		{ID: "a", Zone: "z", Capacity: capacity, Held: Usage{MemoryMB: 600, DiskMB: 600, Containers: 2, Starting: 1}},
+		{ID: "b", Zone: "z", Capacity: capacity, Held: Usage{MemoryMB: 100, DiskMB: 100, Containers: 1}},
+	}
+	var work []Work
+	for i := range 10 {
+		work = append(work, Work{Key: model.ActualLRPKey{ProcessGUID: "w", Index: int32(i), Domain: "d"}, MemoryMB: 150, DiskMB: 150})
+	}
+	a, b := Place(listed, work), Place(summed, work)
+	if len(a.Placed) != len(b.Placed) || len(a.Failed) != len(b.Failed) {
+		t.Fatalf("listed placed %d failed %d; summed placed %d failed %d", len(a.Placed), len(a.Failed), len(b.Placed), len(b.Failed))
+	}
+	for i := range a.Placed {
+		if a.Placed[i].CellID != b.Placed[i].CellID || a.Placed[i].Work.Key != b.Placed[i].Work.Key {
+			t.Fatalf("placement %d: listed %+v, summed %+v", i, a.Placed[i], b.Placed[i])
+		}
+	}
+	if len(a.Failed) == 0 {
+		t.Fatalf("want some of the work not to fit, got %+v", a)
+	}
+}

@@ -21,7 +21,7 @@ import (
 // Store is what placement needs of the database.
 type Store interface {
 	PendingPlacements(ctx context.Context, limit int) ([]db.PendingInstance, error)
-	CellLoads(ctx context.Context) ([]db.CellLoad, error)
+	CellLoads(ctx context.Context, guids []string) ([]db.CellLoad, error)
 	Definitions(ctx context.Context, keys []db.DefinitionKey) (map[db.DefinitionKey]model.LRPDefinition, error)
 	FailActualLRP(ctx context.Context, key model.ActualLRPKey, placementError string, tag *model.ModificationTag) (*model.ActualLRP, error)
 	TryLeadership(ctx context.Context, name string) (*db.Leadership, bool, error)
@@ -171,7 +171,15 @@ func (a *Auctioneer) Round(ctx context.Context) error {
 	if len(work) == 0 {
 		return nil
 	}
-	loads, err := a.store.CellLoads(ctx)
+	guids := make([]string, 0, len(work))
+	seen := map[string]bool{}
+	for _, w := range work {
+		if !seen[w.Key.ProcessGUID] {
+			seen[w.Key.ProcessGUID] = true
+			guids = append(guids, w.Key.ProcessGUID)
+		}
+	}
+	loads, err := a.store.CellLoads(ctx, guids)
 	if err != nil {
 		return err
 	}
@@ -181,7 +189,8 @@ func (a *Auctioneer) Round(ctx context.Context) error {
 		if l.Cell.Evacuating {
 			continue
 		}
-		c := auction.Cell{ID: l.Cell.CellID, Zone: l.Cell.Zone, Capacity: l.Cell.Capacity, PlacementTags: l.Cell.PlacementTags}
+		c := auction.Cell{ID: l.Cell.CellID, Zone: l.Cell.Zone, Capacity: l.Cell.Capacity, PlacementTags: l.Cell.PlacementTags,
+			Held: auction.Usage(l.Held)}
 		for _, h := range l.Instances {
 			c.Instances = append(c.Instances, auction.Instance{ProcessGUID: h.ProcessGUID, MemoryMB: h.MemoryMB, DiskMB: h.DiskMB, Starting: h.Starting})
 		}

@@ -62,9 +62,9 @@ RETURNING `+actualColumns,
 }
 
 // portsJSON encodes ports for the ports column, where none is the empty array.
-func portsJSON(ports []model.PortMapping) ([]byte, error) {
+func portsJSON(ports []model.PortMapping) (jsonText, error) {
 	if ports == nil {
-		return []byte("[]"), nil
+		return jsonText("[]"), nil
 	}
 	return json.Marshal(ports)
 }

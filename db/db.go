@@ -7,6 +7,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -30,7 +31,7 @@ type Store struct {
 
 // Open connects to the database at url and checks that it answers.
 func Open(ctx context.Context, url string) (*Store, error) {
-	d, err := sqlx.Open("postgres", url)
+	d, err := sqlx.Open("postgres", withBinaryParameters(url))
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
@@ -103,3 +104,19 @@ func timeFromNanos(n int64) time.Time { return time.Unix(0, n) }
 
 // nowNanos is the time in BBS's `since` unit.
 func (s *Store) nowNanos() int64 { return s.now().UnixNano() }
+
+// withBinaryParameters asks lib/pq to send each query's parameters with the query itself
+// (one round trip) instead of preparing an unnamed statement first (two), unless the URL
+// says otherwise. []byte parameters then travel in binary format: pass JSON as a string.
+func withBinaryParameters(url string) string {
+	if strings.Contains(url, "binary_parameters") {
+		return url
+	}
+	if strings.Contains(url, "://") {
+		if strings.Contains(url, "?") {
+			return url + "&binary_parameters=yes"
+		}
+		return url + "?binary_parameters=yes"
+	}
+	return url + " binary_parameters=yes"
+}

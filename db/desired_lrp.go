@@ -100,9 +100,9 @@ func (r *desiredWithDefinition) model() (*model.DesiredLRP, error) {
 	}, nil
 }
 
-func marshalJSONMap[T any](m map[string]T) ([]byte, error) {
+func marshalJSONMap[T any](m map[string]T) (jsonText, error) {
 	if m == nil {
-		return []byte("{}"), nil
+		return jsonText("{}"), nil
 	}
 	return json.Marshal(m)
 }

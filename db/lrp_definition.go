@@ -18,7 +18,7 @@ type definitionRow struct {
 	DiskMB        int32          `db:"disk_mb"`
 	LogGUID       string         `db:"log_guid"`
 	PlacementTags pq.StringArray `db:"placement_tags"`
-	RunInfo       []byte         `db:"run_info"`
+	RunInfo       jsonText       `db:"run_info"`
 }
 
 func newDefinitionRow(processGUID string, d *model.LRPDefinition) (*definitionRow, error) {

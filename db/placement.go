@@ -53,10 +53,18 @@ LIMIT $1`, limit)
 	return out, nil
 }
 
-// CellLoad is a fresh cell and what it holds.
+// CellLoad is a fresh cell and what it holds: one by one the instances of the LRPs asked
+// about (placement spreads those), summed the rest.
 type CellLoad struct {
 	Cell      model.CellPresence
 	Instances []HeldInstance
+	Held      CellUsage
+}
+
+// CellUsage sums the instances a cell holds besides those listed.
+type CellUsage struct {
+	MemoryMB, DiskMB     int64
+	Containers, Starting int
 }
 
 // HeldInstance is an instance a cell holds, as placement weighs it.
@@ -67,9 +75,10 @@ type HeldInstance struct {
 	Starting    bool
 }
 
-// CellLoads lists the fresh cells with the instances on them (every presence: an
-// evacuating instance still uses its cell).
-func (s *Store) CellLoads(ctx context.Context) ([]CellLoad, error) {
+// CellLoads lists the fresh cells with what they hold (every presence: an evacuating
+// instance still uses its cell). The sums are computed by PostgreSQL, so a round reads one
+// row per cell plus the instances of guids, however many instances the fleet runs.
+func (s *Store) CellLoads(ctx context.Context, guids []string) ([]CellLoad, error) {
 	cells, err := s.Cells(ctx)
 	if err != nil {
 		return nil, err
@@ -80,11 +89,32 @@ func (s *Store) CellLoads(ctx context.Context) ([]CellLoad, error) {
 		pos[c.CellID] = i
 		out[i].Cell = c
 	}
+	var totals []struct {
+		CellID string `db:"cell_id"`
+		CellUsage
+	}
+	err = s.db.SelectContext(ctx, &totals, `SELECT a.cell_id, coalesce(sum(d.memory_mb), 0) AS memorymb,
+    coalesce(sum(d.disk_mb), 0) AS diskmb, count(*) AS containers, count(*) FILTER (WHERE a.state = 'CLAIMED') AS starting
+FROM actual_lrps a
+LEFT JOIN lrp_definitions d ON d.process_guid = a.process_guid AND d.definition_id = a.definition_id
+WHERE a.cell_id <> ''
+GROUP BY a.cell_id`)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	for _, t := range totals {
+		if i, ok := pos[t.CellID]; ok {
+			out[i].Held = t.CellUsage
+		}
+	}
+	if len(guids) == 0 {
+		return out, nil
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT a.cell_id, a.process_guid, coalesce(d.memory_mb, 0), coalesce(d.disk_mb, 0),
     a.state = 'CLAIMED'
 FROM actual_lrps a
 LEFT JOIN lrp_definitions d ON d.process_guid = a.process_guid AND d.definition_id = a.definition_id
-WHERE a.cell_id <> ''`)
+WHERE a.process_guid = ANY($1) AND a.cell_id <> ''`, pq.StringArray(guids))
 	if err != nil {
 		return nil, mapError(err)
 	}
@@ -95,8 +125,18 @@ WHERE a.cell_id <> ''`)
 		if err := rows.Scan(&cellID, &h.ProcessGUID, &h.MemoryMB, &h.DiskMB, &h.Starting); err != nil {
 			return nil, mapError(err)
 		}
-		if i, ok := pos[cellID]; ok {
-			out[i].Instances = append(out[i].Instances, h)
+		i, ok := pos[cellID]
+		if !ok {
+			continue
+		}
+		// Listed one by one, so no longer part of the sum.
+		l := &out[i]
+		l.Instances = append(l.Instances, h)
+		l.Held.MemoryMB -= int64(h.MemoryMB)
+		l.Held.DiskMB -= int64(h.DiskMB)
+		l.Held.Containers--
+		if h.Starting {
+			l.Held.Starting--
 		}
 	}
 	return out, mapError(rows.Err())

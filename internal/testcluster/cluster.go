@@ -5,6 +5,7 @@
 package testcluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http/httptest"
@@ -64,6 +65,10 @@ type Options struct {
 	// reaches the cells (to inject races with the cells' reports); the ConvergeEvery passes
 	// and the API stop without it.
 	BeforeStop func(c *Cluster, lrps []model.ActualLRP)
+	// CellHeartbeat and CellPoll are the cells' heartbeat and reconciliation intervals
+	// (default 1 s each: quick reactions for tests; a fleet of a thousand cells wants
+	// production-like intervals instead).
+	CellHeartbeat, CellPoll time.Duration
 }
 
 // Cluster is a running system.
@@ -81,6 +86,7 @@ type Cluster struct {
 
 	t       testing.TB
 	backend func(seed int64) executor.Backend
+	opts    Options
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -105,7 +111,7 @@ func New(t testing.TB, opts Options) *Cluster {
 	if opts.RestartPolicy != nil {
 		store.SetRestartPolicy(*opts.RestartPolicy)
 	}
-	c := &Cluster{Store: store, Stopper: &cell.Stopper{Cells: store, Client: cell.NewClient(nil)}, t: t, backend: opts.Backend}
+	c := &Cluster{Store: store, Stopper: &cell.Stopper{Cells: store, Client: cell.NewClient(nil)}, t: t, backend: opts.Backend, opts: opts}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	t.Cleanup(c.stop)
 
@@ -226,9 +232,10 @@ func (c *Cluster) AddCell(id, zone string, capacity model.CellCapacity) *Cell {
 		SkipPortProbe: true, PortRangeStart: 61000, PortRangeEnd: 63000,
 		MonitorInterval: 20 * time.Millisecond, HealthyMonitorInterval: time.Second, StopGracePeriod: 100 * time.Millisecond,
 	}, zap.NewNop())
+	heartbeat, poll := cmp.Or(c.opts.CellHeartbeat, time.Second), cmp.Or(c.opts.CellPoll, time.Second)
 	agent := cell.New(cell.Config{
 		ID: id, Zone: zone, Capacity: capacity,
-		HeartbeatInterval: time.Second, PresenceTTL: 5 * time.Second, PollInterval: time.Second,
+		HeartbeatInterval: heartbeat, PresenceTTL: 5 * heartbeat, PollInterval: poll,
 		EvacuationPoll: 100 * time.Millisecond, EvacuationTimeout: time.Minute,
 	}, c.BBS, exec, zap.NewNop())
 	sc := &Cell{ID: id, Zone: zone, Agent: agent, Exec: exec, done: make(chan error, 1)}

@@ -1,0 +1,285 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/internal/testcluster"
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// BenchmarkScale is issue 5's fleet: 1,000 sim cells and 250,000 ActualLRPs in 25,000 LRPs
+// (BENCH_SCALE_LRPS and BENCH_SCALE_CELLS shrink it for a quick look). It measures, in
+// order: placing and running everything from empty through the API, the auctioneer and the
+// cells; listing every ActualLRP and every scheduling info from a separate `bbs api`
+// process (the way Cloud Controller or an operator reads them); one convergence pass with
+// nothing to do and one with 1% of the instances missing; and that API process's memory.
+// `make bench-scale` runs it; docs/BENCHMARKS.md holds the figures next to Diego's.
+func BenchmarkScale(b *testing.B) {
+	lrps := envInt(b, "BENCH_SCALE_LRPS", 25000)
+	cells := envInt(b, "BENCH_SCALE_CELLS", 1000)
+	const perLRP = 10
+	total := lrps * perLRP
+	perCell := (total + cells - 1) / cells
+	for i := 0; i < b.N; i++ {
+		started := time.Now()
+		c := testcluster.New(b, testcluster.Options{
+			Cells: cells, Zones: 3,
+			Capacity: model.CellCapacity{MemoryMB: int32(perCell*2) * 16, DiskMB: int32(perCell*2) * 16, Containers: int32(perCell * 2)},
+			// Diego's rep reconciles every 30 s; presence is refreshed every few seconds.
+			CellHeartbeat: 5 * time.Second, CellPoll: 30 * time.Second,
+		})
+		b.Logf("%d cells up in %s", cells, time.Since(started).Round(time.Millisecond))
+
+		// Place and run everything from empty.
+		start := time.Now()
+		desireAll(b, c, lrps, perLRP)
+		desired := time.Since(start)
+		waitRunningProgress(b, c, total, 60*time.Minute)
+		placed := time.Since(start)
+		b.Logf("place and run %d instances of %d LRPs on %d cells: desired in %s, all RUNNING after %s (%.0f instances/s)",
+			total, lrps, cells, desired.Round(time.Millisecond), placed.Round(time.Millisecond), float64(total)/placed.Seconds())
+		b.ReportMetric(placed.Seconds(), "s-place-all")
+
+		// Reads, from an API process of their own so that its memory is its own.
+		api := startAPIProcess(b, c.Store.URL())
+		rss0 := api.memory(b)
+		for _, read := range []struct{ name, path, field string }{
+			{"actual_lrps/list", "/v1/actual_lrps/list", "actual_lrps"},
+			{"desired_lrp_scheduling_infos/list", "/v1/desired_lrp_scheduling_infos/list", "desired_lrp_scheduling_infos"},
+			{"desired_lrps/list", "/v1/desired_lrps/list", "desired_lrps"},
+			{"actual_lrp_groups/list", "/v1/actual_lrp_groups/list", "actual_lrp_groups"},
+		} {
+			var times []time.Duration
+			var n, size int
+			for range 3 {
+				d, count, bytes := api.list(b, read.path, read.field)
+				times = append(times, d)
+				n, size = count, bytes
+			}
+			b.Logf("%-34s %7d items, %6.1f MB: %s", read.name, n, float64(size)/1e6, durations(times))
+		}
+		rss := api.memory(b)
+		b.Logf("API process memory: %s idle after start, %s resident after the reads, peak %s", mib(rss0.rss), mib(rss.rss), mib(rss.peak))
+		b.ReportMetric(float64(rss.peak)/(1<<20), "MiB-api-peak")
+
+		// Convergence: a pass with nothing to do, then one with 1% of the instances gone.
+		var idle []time.Duration
+		for range 3 {
+			t0 := time.Now()
+			res, err := c.Store.Converge(ctx, db.ConvergeOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			idle = append(idle, time.Since(t0))
+			if len(res.ToStop) > 0 {
+				b.Fatalf("idle convergence wants %d instances stopped", len(res.ToStop))
+			}
+		}
+		b.Logf("convergence pass, nothing to do: %s", durations(idle))
+		missing := total / 100
+		res, err := c.Store.DB().ExecContext(ctx, `DELETE FROM actual_lrps WHERE ctid IN (SELECT ctid FROM actual_lrps ORDER BY random() LIMIT $1)`, missing)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n, _ := res.RowsAffected(); int(n) != missing {
+			b.Fatalf("removed %d instance records, want %d", n, missing)
+		}
+		t0 := time.Now()
+		if _, err := c.Store.Converge(ctx, db.ConvergeOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		pass := time.Since(t0)
+		var recreated int
+		if err := c.Store.DB().GetContext(ctx, &recreated, `SELECT count(*) FROM actual_lrps WHERE state <> 'RUNNING'`); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("convergence pass with %d instances (1%%) missing: %s, %d instances created", missing, pass.Round(time.Millisecond), recreated)
+		if recreated != missing {
+			b.Fatalf("convergence created %d instances, want %d", recreated, missing)
+		}
+		waitRunningProgress(b, c, total, 10*time.Minute)
+		b.Logf("all %d RUNNING again %s after the pass", total, (time.Since(t0) - pass).Round(time.Millisecond))
+		b.ReportMetric(pass.Seconds(), "s-converge-1pct")
+	}
+}
+
+// desireAll desires lrps sim LRPs of perLRP instances each, 16 requests at a time.
+func desireAll(b *testing.B, c *testcluster.Cluster, lrps, perLRP int) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range lrps {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := c.BBS.DesireLRP(ctx, instantLRP(fmt.Sprintf("scale-%05d", i), int32(perLRP))); err != nil {
+				b.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+}
+
+// waitRunningProgress waits for want RUNNING instances, logging progress every 15 s.
+func waitRunningProgress(b *testing.B, c *testcluster.Cluster, want int, within time.Duration) {
+	b.Helper()
+	start := time.Now()
+	last := start
+	for {
+		var n int
+		if err := c.Store.DB().GetContext(ctx, &n, `SELECT count(*) FROM actual_lrps WHERE state = 'RUNNING'`); err != nil {
+			b.Fatal(err)
+		}
+		if n == want {
+			return
+		}
+		if time.Since(start) > within {
+			b.Fatalf("%d of %d instances RUNNING after %s", n, want, within)
+		}
+		if time.Since(last) > 15*time.Second {
+			last = time.Now()
+			b.Logf("  %s: %d of %d RUNNING", time.Since(start).Round(time.Second), n, want)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// apiProcess is `bbs api` running as a process of its own.
+type apiProcess struct {
+	cmd *exec.Cmd
+	url string
+}
+
+func startAPIProcess(b *testing.B, dbURL string) *apiProcess {
+	b.Helper()
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "bbs")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/bbs")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		b.Fatalf("build bbs: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var out bytes.Buffer
+	cmd := exec.Command(bin, "api", "--listen", addr, "--log-level", "warn")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	})
+	p := &apiProcess{cmd: cmd, url: "http://" + addr}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(p.url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("bbs api not ready after 30 s: %v\n%s", err, out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// list posts an empty filter to path and times the whole response; the items under field
+// are then counted (not timed).
+func (p *apiProcess) list(b *testing.B, path, field string) (took time.Duration, items, size int) {
+	b.Helper()
+	t0 := time.Now()
+	resp, err := http.Post(p.url+path, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	took = time.Since(t0)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("%s: %d %v %.300s", path, resp.StatusCode, err, body)
+	}
+	var decoded map[string][]json.RawMessage
+	if err := json.Unmarshal(body, &decoded); err != nil {
+		b.Fatalf("%s: %v", path, err)
+	}
+	return took, len(decoded[field]), len(body)
+}
+
+type processMemory struct{ rss, peak int64 }
+
+// memory reads the process's resident set now and its peak from /proc.
+func (p *apiProcess) memory(b *testing.B) processMemory {
+	b.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	var m processMemory
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(fields[1], 10, 64)
+		switch fields[0] {
+		case "VmRSS:":
+			m.rss = kb << 10
+		case "VmHWM:":
+			m.peak = kb << 10
+		}
+	}
+	return m
+}
+
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: want a positive number", name, v)
+	}
+	return n
+}
+
+func durations(ds []time.Duration) string {
+	s := make([]string, len(ds))
+	for i, d := range ds {
+		s[i] = d.Round(time.Millisecond).String()
+	}
+	return strings.Join(s, ", ")
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
