@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -34,6 +35,20 @@ func statusOf(t model.ErrorType) int {
 
 type errorResponse struct {
 	Error *model.Error `json:"error"`
+}
+
+// itemError is writeError for one item of a batch answer; nil for nil.
+func (s *Server) itemError(ctx context.Context, err error) *model.Error {
+	if err == nil {
+		return nil
+	}
+	var me *model.Error
+	if !errors.As(err, &me) || statusOf(me.Type) == http.StatusInternalServerError {
+		reqID := middleware.GetReqID(ctx)
+		s.log.Error("batch item failed", zap.String("request_id", reqID), zap.Error(err))
+		me = model.Errorf(model.ErrUnknown, "internal error, request id %s", reqID)
+	}
+	return me
 }
 
 // writeError answers with err's type and message. An error that is not a model error is a

@@ -40,6 +40,8 @@ type Store interface {
 	RemoveCell(ctx context.Context, cellID string) error
 	ClaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, tag *model.ModificationTag) (*model.ActualLRP, error)
 	StartActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo, tag *model.ModificationTag) (*model.ActualLRP, error)
+	ClaimActualLRPs(ctx context.Context, reports []db.InstanceReport) ([]db.BatchResult, error)
+	StartActualLRPs(ctx context.Context, reports []db.InstanceReport) ([]db.BatchResult, error)
 	CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, reason string, tag *model.ModificationTag) (*model.ActualLRP, error)
 	FailActualLRP(ctx context.Context, key model.ActualLRPKey, placementError string, tag *model.ModificationTag) (*model.ActualLRP, error)
 	RemoveActualLRP(ctx context.Context, key model.ActualLRPKey, presence string, ik *model.ActualLRPInstanceKey, tag *model.ModificationTag) error
@@ -132,6 +134,8 @@ func (s *Server) routes() chi.Router {
 
 		r.Post("/v1/actual_lrps/claim", handle(s, s.claimActualLRP))
 		r.Post("/v1/actual_lrps/start", handle(s, s.startActualLRP))
+		r.Post("/v1/actual_lrps/claim_batch", handle(s, s.claimActualLRPs))
+		r.Post("/v1/actual_lrps/start_batch", handle(s, s.startActualLRPs))
 		r.Post("/v1/actual_lrps/crash", handle(s, s.crashActualLRP))
 		r.Post("/v1/actual_lrps/fail", handle(s, s.failActualLRP))
 		r.Post("/v1/actual_lrps/remove", handle(s, s.removeActualLRP))

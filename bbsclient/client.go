@@ -102,6 +102,57 @@ func (c *Client) StartActualLRP(ctx context.Context, key model.ActualLRPKey, ik 
 	return c.lifecycle(ctx, "start", InstanceRequest{Key: key, InstanceKey: &ik, NetInfo: &net})
 }
 
+// BatchResult is one instance's answer in a batch report: the instance as stored, or the
+// error its single route would have returned.
+type BatchResult struct {
+	ActualLRP *model.ActualLRP `json:"actual_lrp,omitempty"`
+	Error     *model.Error     `json:"error,omitempty"`
+}
+
+// Err is the instance's error, nil when its write was taken.
+func (r BatchResult) Err() error {
+	if r.Error == nil {
+		return nil
+	}
+	return r.Error
+}
+
+// maxBatch is the most instances the API takes in one batch report.
+const maxBatch = 1000
+
+// ClaimActualLRPs claims many instances for this cell (Key and InstanceKey of each report),
+// in requests of up to 1,000; the results are in the order of the reports.
+func (c *Client) ClaimActualLRPs(ctx context.Context, reports []InstanceRequest) ([]BatchResult, error) {
+	return c.batch(ctx, "claim_batch", reports)
+}
+
+// StartActualLRPs records many instances running on this cell (Key, InstanceKey and NetInfo
+// of each report), in requests of up to 1,000; the results are in the order of the reports.
+func (c *Client) StartActualLRPs(ctx context.Context, reports []InstanceRequest) ([]BatchResult, error) {
+	return c.batch(ctx, "start_batch", reports)
+}
+
+func (c *Client) batch(ctx context.Context, route string, reports []InstanceRequest) ([]BatchResult, error) {
+	out := make([]BatchResult, 0, len(reports))
+	for len(reports) > 0 {
+		n := min(len(reports), maxBatch)
+		var resp struct {
+			Results []BatchResult `json:"results"`
+		}
+		if err := c.post(ctx, "/v1/actual_lrps/"+route, struct {
+			Instances []InstanceRequest `json:"instances"`
+		}{reports[:n]}, &resp); err != nil {
+			return nil, err
+		}
+		if len(resp.Results) != n {
+			return nil, fmt.Errorf("POST /v1/actual_lrps/%s: %d results for %d instances", route, len(resp.Results), n)
+		}
+		out = append(out, resp.Results...)
+		reports = reports[n:]
+	}
+	return out, nil
+}
+
 // CrashActualLRP records that the instance crashed, with why.
 func (c *Client) CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, reason string) (*model.ActualLRP, error) {
 	return c.lifecycle(ctx, "crash", InstanceRequest{Key: key, InstanceKey: &ik, ErrorMessage: reason})

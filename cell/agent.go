@@ -77,6 +77,8 @@ type BBS interface {
 	ActualLRPs(ctx context.Context, f model.ActualLRPFilter) ([]model.ActualLRP, error)
 	ClaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) (*model.ActualLRP, error)
 	StartActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo) (*model.ActualLRP, error)
+	ClaimActualLRPs(ctx context.Context, reports []bbsclient.InstanceRequest) ([]bbsclient.BatchResult, error)
+	StartActualLRPs(ctx context.Context, reports []bbsclient.InstanceRequest) ([]bbsclient.BatchResult, error)
 	CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, reason string) (*model.ActualLRP, error)
 	UnclaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) (*model.ActualLRP, error)
 	RemoveActualLRP(ctx context.Context, key model.ActualLRPKey, ik *model.ActualLRPInstanceKey) error
@@ -210,10 +212,16 @@ func (a *Agent) every(ctx context.Context, interval time.Duration, what string, 
 	}
 }
 
+// maxEventBatch is the most container events one reconciliation pass takes.
+const maxEventBatch = 500
+
+// eventLoop reconciles the containers that changed. Events that arrive together (a batch of
+// work starting) are reconciled in one pass, and their starts reported in one batch.
 func (a *Agent) eventLoop(ctx context.Context) {
 	events, cancel := a.exec.Subscribe()
 	defer cancel()
 	for {
+		var guids []string
 		select {
 		case <-ctx.Done():
 			return
@@ -221,9 +229,22 @@ func (a *Agent) eventLoop(ctx context.Context) {
 			if !ok {
 				return
 			}
-			if err := a.reconcileContainer(ctx, e.Container.Guid); err != nil && ctx.Err() == nil {
-				a.log.Warn("reconcile on event", zap.String("instance_guid", e.Container.Guid), zap.Error(err))
+			guids = append(guids, e.Container.Guid)
+		}
+	more:
+		for len(guids) < maxEventBatch {
+			select {
+			case e, ok := <-events:
+				if !ok {
+					break more
+				}
+				guids = append(guids, e.Container.Guid)
+			default:
+				break more
 			}
+		}
+		if err := a.reconcileContainers(ctx, guids); err != nil && ctx.Err() == nil {
+			a.log.Warn("reconcile on events", zap.Int("containers", len(guids)), zap.Error(err))
 		}
 	}
 }

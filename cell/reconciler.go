@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/updatable-lrps/bbs/bbsclient"
 	"github.com/updatable-lrps/bbs/executor"
 	"github.com/updatable-lrps/bbs/model"
 	"go.uber.org/zap"
@@ -16,14 +17,55 @@ func (a *Agent) reconcileAll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return a.reconcile(ctx, a.exec.Containers(), mine, true)
+}
+
+// reconcileContainers compares the containers of guids, fresh from the executor, with the
+// BBS: one container by its slot, several with one read of the cell's instances.
+func (a *Agent) reconcileContainers(ctx context.Context, guids []string) error {
+	var containers []executor.Container
+	seen := map[string]bool{}
+	for _, g := range guids {
+		if c, ok := a.exec.Get(g); ok && !seen[g] {
+			seen[g] = true
+			containers = append(containers, c)
+		}
+	}
+	switch len(containers) {
+	case 0:
+		return nil
+	case 1:
+		c := containers[0]
+		lrp, err := a.lookup(ctx, c.Key)
+		if err != nil {
+			return err
+		}
+		return a.apply(ctx, &c, lrp, nil)
+	}
+	mine, err := a.bbs.ActualLRPs(ctx, model.ActualLRPFilter{CellID: a.cfg.ID})
+	if err != nil {
+		return err
+	}
+	return a.reconcile(ctx, containers, mine, false)
+}
+
+// reconcileContainer compares one container, fresh from the executor, with the BBS.
+func (a *Agent) reconcileContainer(ctx context.Context, guid string) error {
+	return a.reconcileContainers(ctx, []string{guid})
+}
+
+// reconcile applies Decide to each container and the instance it holds among mine (the
+// cell's instances, read once), and with noContainer to each of mine no container holds.
+// The starts it calls for are reported together, in one batch.
+func (a *Agent) reconcile(ctx context.Context, containers []executor.Container, mine []model.ActualLRP, noContainer bool) error {
 	byGuid := map[string]*model.ActualLRP{}
 	for i := range mine {
 		if mine[i].Presence == model.PresenceOrdinary {
 			byGuid[mine[i].InstanceGUID] = &mine[i]
 		}
 	}
-	containers := a.exec.Containers()
 	have := map[string]bool{}
+	var starts []bbsclient.InstanceRequest
 	var errs []error
 	for i := range containers {
 		c := &containers[i]
@@ -31,36 +73,46 @@ func (a *Agent) reconcileAll(ctx context.Context) error {
 		lrp := byGuid[c.Guid]
 		if lrp == nil || !sameSlot(lrp.ActualLRPKey, c.Key) {
 			// Not (or no longer) held by this container: read the slot itself.
+			var err error
 			if lrp, err = a.lookup(ctx, c.Key); err != nil {
 				errs = append(errs, err)
 				continue
 			}
 		}
-		if err := a.apply(ctx, c, lrp); err != nil {
+		if err := a.apply(ctx, c, lrp, &starts); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	for _, lrp := range byGuid {
-		if !have[lrp.InstanceGUID] && !a.draining.Load() {
-			if err := a.apply(ctx, nil, lrp); err != nil {
-				errs = append(errs, err)
+	if noContainer {
+		for _, lrp := range byGuid {
+			if !have[lrp.InstanceGUID] && !a.draining.Load() {
+				if err := a.apply(ctx, nil, lrp, nil); err != nil {
+					errs = append(errs, err)
+				}
 			}
 		}
+	}
+	if len(starts) > 0 {
+		errs = append(errs, a.reportStarts(ctx, starts))
 	}
 	return errors.Join(errs...)
 }
 
-// reconcileContainer compares one container, fresh from the executor, with the BBS.
-func (a *Agent) reconcileContainer(ctx context.Context, guid string) error {
-	c, ok := a.exec.Get(guid)
-	if !ok {
-		return nil
-	}
-	lrp, err := a.lookup(ctx, c.Key)
+// reportStarts tells the BBS, in one batch, that these instances run here.
+func (a *Agent) reportStarts(ctx context.Context, starts []bbsclient.InstanceRequest) error {
+	results, err := a.bbs.StartActualLRPs(ctx, starts)
 	if err != nil {
 		return err
 	}
-	return a.apply(ctx, &c, lrp)
+	var errs []error
+	for _, r := range results {
+		// Someone else runs it now (ActualLRPCannotBeStarted): the next pass deletes the
+		// container.
+		if err := r.Err(); err != nil && !model.IsType(err, model.ErrCannotBeStarted) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // lookup reads the ordinary instance in the container's slot; nil when there is none.
@@ -83,8 +135,9 @@ func sameSlot(a, b model.ActualLRPKey) bool {
 }
 
 // apply carries out Decide's answer for one pair. While draining, RUNNING containers belong
-// to the evacuation, which has its own rules.
-func (a *Agent) apply(ctx context.Context, c *executor.Container, lrp *model.ActualLRP) error {
+// to the evacuation, which has its own rules. A start goes into starts, when given, for the
+// caller to report with others.
+func (a *Agent) apply(ctx context.Context, c *executor.Container, lrp *model.ActualLRP, starts *[]bbsclient.InstanceRequest) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if c != nil {
@@ -111,6 +164,11 @@ func (a *Agent) apply(ctx context.Context, c *executor.Container, lrp *model.Act
 		_, err := a.bbs.ClaimActualLRP(ctx, c.Key, a.instanceKey(c))
 		return err
 	case StartActualLRP:
+		if starts != nil {
+			ik, net := a.instanceKey(c), netInfo(c)
+			*starts = append(*starts, bbsclient.InstanceRequest{Key: c.Key, InstanceKey: &ik, NetInfo: &net})
+			return nil
+		}
 		_, err := a.bbs.StartActualLRP(ctx, c.Key, a.instanceKey(c), netInfo(c))
 		if model.IsType(err, model.ErrCannotBeStarted) {
 			// Someone else runs it now: the next pass deletes this container.

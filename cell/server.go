@@ -1,14 +1,13 @@
 package cell
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"github.com/updatable-lrps/bbs/bbsclient"
 	"github.com/updatable-lrps/bbs/executor"
 	"github.com/updatable-lrps/bbs/model"
 	"go.uber.org/zap"
@@ -77,38 +76,31 @@ func (a *Agent) handleWork(w http.ResponseWriter, r *http.Request) {
 	}
 	a.mu.Unlock()
 
-	// Claim concurrently: a batch may hold hundreds of instances.
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i := range accepted {
-		c := &accepted[i]
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if reason := a.claimAndRun(r.Context(), c); reason != "" {
-				mu.Lock()
-				resp.Rejected = append(resp.Rejected, Rejection{Key: c.Key, Reason: reason})
-				mu.Unlock()
+	// Claim them all in one batch, then run what was claimed.
+	if len(accepted) > 0 {
+		reports := make([]bbsclient.InstanceRequest, len(accepted))
+		for i := range accepted {
+			ik := a.instanceKey(&accepted[i])
+			reports[i] = bbsclient.InstanceRequest{Key: accepted[i].Key, InstanceKey: &ik}
+		}
+		results, err := a.bbs.ClaimActualLRPs(r.Context(), reports)
+		for i := range accepted {
+			c := &accepted[i]
+			claimErr := err
+			if err == nil {
+				claimErr = results[i].Err()
 			}
-		}()
+			if claimErr != nil {
+				a.exec.Delete(c.Guid)
+				resp.Rejected = append(resp.Rejected, Rejection{Key: c.Key, Reason: "claim failed: " + claimErr.Error()})
+				continue
+			}
+			if err := a.exec.Run(c.Guid); err != nil {
+				a.log.Warn("run", zap.String("instance_guid", c.Guid), zap.Error(err))
+			}
+		}
 	}
-	wg.Wait()
 	writeJSON(w, http.StatusOK, resp)
-}
-
-func (a *Agent) claimAndRun(ctx context.Context, c *executor.Container) string {
-	if _, err := a.bbs.ClaimActualLRP(ctx, c.Key, a.instanceKey(c)); err != nil {
-		a.exec.Delete(c.Guid)
-		return "claim failed: " + err.Error()
-	}
-	if err := a.exec.Run(c.Guid); err != nil {
-		a.log.Warn("run", zap.String("instance_guid", c.Guid), zap.Error(err))
-		return ""
-	}
-	return ""
 }
 
 // handleStop stops an instance; reconciliation then removes its record.

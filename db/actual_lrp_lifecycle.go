@@ -72,17 +72,27 @@ func portsJSON(ports []model.PortMapping) (jsonText, error) {
 // ClaimActualLRP records that a cell is starting the instance (UNCLAIMED → CLAIMED).
 func (s *Store) ClaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, tag *model.ModificationTag) (*model.ActualLRP, error) {
 	return s.changeInstance(ctx, key, model.PresenceOrdinary, tag, func(tx *sqlx.Tx, _ *actualRow, before model.ActualLRP) (model.ActualLRP, error) {
-		if before.State == model.StateClaimed && before.ActualLRPInstanceKey == ik {
-			return before, nil
+		after, write, err := s.claimed(before, ik)
+		if err != nil || !write {
+			return after, err
 		}
-		if !before.AllowsTransitionTo(ik, model.StateClaimed) {
-			return model.ActualLRP{}, refused(model.ErrCannotBeClaimed, "claimed", before, ik)
-		}
-		after := before
-		after.State, after.ActualLRPInstanceKey = model.StateClaimed, ik
-		after.ActualLRPNetInfo, after.PlacementError, after.Since = model.ActualLRPNetInfo{}, "", s.nowNanos()
 		return writeChange(ctx, tx, before, &after)
 	})
+}
+
+// claimed is the claim rule: the instance after ik claims before, and whether that is a
+// change to write.
+func (s *Store) claimed(before model.ActualLRP, ik model.ActualLRPInstanceKey) (model.ActualLRP, bool, error) {
+	if before.State == model.StateClaimed && before.ActualLRPInstanceKey == ik {
+		return before, false, nil
+	}
+	if !before.AllowsTransitionTo(ik, model.StateClaimed) {
+		return model.ActualLRP{}, false, refused(model.ErrCannotBeClaimed, "claimed", before, ik)
+	}
+	after := before
+	after.State, after.ActualLRPInstanceKey = model.StateClaimed, ik
+	after.ActualLRPNetInfo, after.PlacementError, after.Since = model.ActualLRPNetInfo{}, "", s.nowNanos()
+	return after, true, nil
 }
 
 // StartActualLRP records that the instance runs on a cell (→ RUNNING), creating the record
@@ -97,19 +107,9 @@ func (s *Store) StartActualLRP(ctx context.Context, key model.ActualLRPKey, ik m
 		return out, s.markHealthy(ctx, tx, out.ProcessGUID, out.DefinitionID)
 	}
 	return s.changeInstanceOr(ctx, key, model.PresenceOrdinary, tag, create, func(tx *sqlx.Tx, _ *actualRow, before model.ActualLRP) (model.ActualLRP, error) {
-		if before.State == model.StateRunning && before.ActualLRPInstanceKey == ik && sameNetInfo(before.ActualLRPNetInfo, net) {
-			return before, nil
-		}
-		// A cell running an instance the store thinks CRASHED is believed (seed 003): BBS's
-		// UNCLAIMED and then RUNNING, in one step, keeping the crash count.
-		if before.State != model.StateCrashed && !before.AllowsTransitionTo(ik, model.StateRunning) {
-			return model.ActualLRP{}, refused(model.ErrCannotBeStarted, "started", before, ik)
-		}
-		after := before
-		after.State, after.ActualLRPInstanceKey, after.ActualLRPNetInfo = model.StateRunning, ik, net
-		after.PlacementError = ""
-		if before.State != model.StateRunning {
-			after.Since = s.nowNanos()
+		after, write, err := s.started(before, ik, net)
+		if err != nil || !write {
+			return after, err
 		}
 		out, err := writeChange(ctx, tx, before, &after)
 		if err != nil {
@@ -117,6 +117,26 @@ func (s *Store) StartActualLRP(ctx context.Context, key model.ActualLRPKey, ik m
 		}
 		return out, s.markHealthy(ctx, tx, out.ProcessGUID, out.DefinitionID)
 	})
+}
+
+// started is the start rule: the instance after the cell of ik reports before running with
+// net, and whether that is a change to write.
+func (s *Store) started(before model.ActualLRP, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo) (model.ActualLRP, bool, error) {
+	if before.State == model.StateRunning && before.ActualLRPInstanceKey == ik && sameNetInfo(before.ActualLRPNetInfo, net) {
+		return before, false, nil
+	}
+	// A cell running an instance the store thinks CRASHED is believed (seed 003): BBS's
+	// UNCLAIMED and then RUNNING, in one step, keeping the crash count.
+	if before.State != model.StateCrashed && !before.AllowsTransitionTo(ik, model.StateRunning) {
+		return model.ActualLRP{}, false, refused(model.ErrCannotBeStarted, "started", before, ik)
+	}
+	after := before
+	after.State, after.ActualLRPInstanceKey, after.ActualLRPNetInfo = model.StateRunning, ik, net
+	after.PlacementError = ""
+	if before.State != model.StateRunning {
+		after.Since = s.nowNanos()
+	}
+	return after, true, nil
 }
 
 func sameNetInfo(a, b model.ActualLRPNetInfo) bool {

@@ -1,0 +1,78 @@
+package api
+
+import (
+	"context"
+	"errors"
+
+	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// maxBatch is the most instances one batch report may carry.
+const maxBatch = 1000
+
+// batchRequest is a cell's report on many instances at once:
+// POST /v1/actual_lrps/claim_batch and /v1/actual_lrps/start_batch. Every instance is
+// validated before anything is written; each then gets the answer its single route would
+// give, in order.
+type batchRequest struct {
+	Instances []startRequest `json:"instances"`
+}
+
+func (r *batchRequest) Validate() error {
+	if len(r.Instances) > maxBatch {
+		return model.Errorf(model.ErrInvalidRequest, "%d instances in one batch; at most %d", len(r.Instances), maxBatch)
+	}
+	for i := range r.Instances {
+		in := &r.Instances[i]
+		if err := in.Validate(); err != nil {
+			var me *model.Error
+			if errors.As(err, &me) {
+				return model.Errorf(me.Type, "instances[%d]: %s", i, me.Message)
+			}
+			return err
+		}
+		if in.ModificationTag != nil {
+			return model.Errorf(model.ErrInvalidRequest, "instances[%d]: modification_tag is not taken in a batch; use the single route", i)
+		}
+	}
+	return nil
+}
+
+func (r *batchRequest) reports() []db.InstanceReport {
+	out := make([]db.InstanceReport, len(r.Instances))
+	for i := range r.Instances {
+		in := &r.Instances[i]
+		out[i] = db.InstanceReport{Key: in.Key.model(), InstanceKey: *in.InstanceKey, NetInfo: in.NetInfo}
+	}
+	return out
+}
+
+// batchResult is one instance's answer: the instance as stored, or the error its single
+// route would have returned.
+type batchResult struct {
+	ActualLRP *model.ActualLRP `json:"actual_lrp,omitempty"`
+	Error     *model.Error     `json:"error,omitempty"`
+}
+
+type batchResponse struct {
+	Results []batchResult `json:"results"`
+}
+
+func (s *Server) claimActualLRPs(ctx context.Context, req *batchRequest) (batchResponse, error) {
+	res, err := s.store.ClaimActualLRPs(ctx, req.reports())
+	return s.batchResponse(ctx, res), err
+}
+
+func (s *Server) startActualLRPs(ctx context.Context, req *batchRequest) (batchResponse, error) {
+	res, err := s.store.StartActualLRPs(ctx, req.reports())
+	return s.batchResponse(ctx, res), err
+}
+
+func (s *Server) batchResponse(ctx context.Context, res []db.BatchResult) batchResponse {
+	out := batchResponse{Results: make([]batchResult, len(res))}
+	for i, r := range res {
+		out.Results[i] = batchResult{ActualLRP: r.ActualLRP, Error: s.itemError(ctx, r.Err)}
+	}
+	return out
+}
