@@ -5,7 +5,7 @@ TEMPORAL_VERSION := v1.5.1
 # The temporal CLI on PATH if there is one, else the pinned build in bin/.
 TEMPORAL  ?= $(or $(shell command -v temporal 2>/dev/null),$(CURDIR)/bin/temporal)
 
-.PHONY: run test test-short fuzz bench build vet fmt clean doctor
+.PHONY: run demo test test-short fuzz bench build vet fmt clean doctor
 
 build: bin/bbs
 
@@ -20,6 +20,12 @@ $(CURDIR)/bin/temporal:
 ## run: the whole system on embedded defaults (PostgreSQL under .data/ unless DATABASE_URL is set).
 run: bin/bbs $(TEMPORAL)
 	bin/bbs dev --temporal-bin $(TEMPORAL)
+
+## demo: roll cmd/demoapp under load through the router, vs delete + desire (uses `make run`'s system if up, else starts one with its state in .data/demo/).
+demo: bin/bbs $(TEMPORAL)
+	$(GO) build -o bin/demoapp ./cmd/demoapp
+	$(GO) build -o bin/bbs-demo ./cmd/demo
+	bin/bbs-demo --temporal-bin $(TEMPORAL)
 
 ## test: every test, against a throwaway PostgreSQL unless DATABASE_URL is set.
 test: $(TEMPORAL)

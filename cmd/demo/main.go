@@ -1,0 +1,210 @@
+// Command demo shows a rolling update against what stock BBS makes users do. Against the
+// system `make run` starts (or one it starts itself), it deploys cmd/demoapp with 4
+// instances and a route, drives steady load through the router by Host header, rolls the app
+// to a new definition, cancels a second update halfway, rolls back, and then changes the
+// definition the stock way (remove the LRP, desire it again). It prints, per phase, the
+// requests sent and failed, p50/p99 latency and which definition answered, and exits non-zero
+// if a single request failed on the rolling path. `make demo` runs it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout))
+}
+
+func run(args []string, out io.Writer) (code int) {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	apiURL := fs.String("api", "http://127.0.0.1:8889", "the BBS API")
+	routerURL := fs.String("router", "http://127.0.0.1:8080", "the router (apps by Host header)")
+	statsURL := fs.String("router-stats", "http://127.0.0.1:8081/stats", "the router's stats")
+	host := fs.String("host", "demo.bbs.local", "the demo app's route (Host header)")
+	guid := fs.String("process-guid", "demo-app", "the demo LRP's process guid (removed first if it exists)")
+	instances := fs.Int("instances", 4, "instances of the demo app")
+	rate := fs.Int("rate", 200, "requests per second through the router")
+	concurrency := fs.Int("concurrency", 16, "requests in flight at most")
+	steady := fs.Duration("steady", 5*time.Second, "how long the baseline phase lasts")
+	settle := fs.Duration("settle", 3*time.Second, "load kept on each phase after it is done, to catch late failures")
+	timeout := fs.Duration("timeout", 3*time.Minute, "how long to wait for any one step")
+	appBin := fs.String("app", "bin/demoapp", "the demo app's binary (go build -o bin/demoapp ./cmd/demoapp)")
+	start := fs.Bool("start", true, "start `bbs dev` if the API does not answer (and stop it at the end)")
+	bbsBin := fs.String("bbs-bin", "bin/bbs", "the bbs binary, for --start")
+	temporalBin := fs.String("temporal-bin", defaultTemporalBin(), "the temporal CLI, for --start [TEMPORAL_BIN]")
+	dataDir := fs.String("data-dir", ".data/demo", "state of the system --start runs: apart from make run's, which is directly under .data")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *instances < 1 || *rate < 1 || *concurrency < 1 {
+		fmt.Fprintln(os.Stderr, "demo: --instances, --rate and --concurrency must be at least 1")
+		return 2
+	}
+	for _, p := range []*string{appBin, bbsBin, temporalBin, dataDir} {
+		if abs, err := filepath.Abs(*p); err == nil && *p != "" {
+			*p = abs
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() { <-ctx.Done(); stop() }() // a second Ctrl-C stops the demo at once
+
+	began := time.Now()
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(out, "[%6.1fs] %s\n", time.Since(began).Seconds(), fmt.Sprintf(format, args...))
+	}
+	if st, err := os.Stat(*appBin); err != nil || st.IsDir() {
+		fmt.Fprintf(os.Stderr, "demo: no demo app at %s: build it with `go build -o bin/demoapp ./cmd/demoapp` (make demo does)\n", *appBin)
+		return 1
+	}
+
+	api := newAPIClient(*apiURL)
+	sys, err := ensureSystem(ctx, api, *start, startConfig{bbsBin: *bbsBin, temporalBin: *temporalBin, dataDir: *dataDir,
+		apiURL: *apiURL, routerURL: *routerURL, statsURL: *statsURL}, logf)
+	if sys != nil {
+		defer func() {
+			logf("stopping the bbs dev this demo started (SIGINT)")
+			if err := sys.stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "demo:", err)
+				code = 1
+			}
+		}()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		return 1
+	}
+
+	d := &demo{
+		api: api, statsURL: *statsURL, stats: &http.Client{Timeout: 5 * time.Second},
+		guid: *guid, domain: "cf-apps", host: *host, instances: *instances, appBin: *appBin,
+		steady: *steady, settle: *settle, timeout: *timeout,
+		rec: &recorder{}, out: out, began: began,
+	}
+	load := loadConfig{routerURL: *routerURL, host: *host, rate: *rate, concurrency: *concurrency, timeout: 5 * time.Second}
+	runErr := d.run(ctx, load)
+
+	fmt.Fprintln(out)
+	ok := printReport(out, d.rec.summaries())
+	switch {
+	case runErr != nil && ctx.Err() != nil:
+		fmt.Fprintln(os.Stderr, "demo: interrupted")
+	case runErr != nil:
+		fmt.Fprintln(os.Stderr, "demo:", runErr)
+	}
+	if err := d.cleanUp(); err != nil {
+		fmt.Fprintln(os.Stderr, "demo: cleaning up:", err)
+	}
+	if runErr != nil || !ok {
+		return 1
+	}
+	return 0
+}
+
+// run walks the phases with load running from the baseline to the end.
+func (d *demo) run(ctx context.Context, load loadConfig) error {
+	if err := d.removeLeftover(ctx); err != nil {
+		return err
+	}
+	if err := d.deploy(ctx); err != nil {
+		return err
+	}
+	d.logf("load: GET / with Host %s through %s, %d req/s, at most %d in flight", load.host, load.routerURL, load.rate, load.concurrency)
+	loadCtx, stopLoad := context.WithCancel(context.Background())
+	wait := runLoad(loadCtx, load, d.rec)
+	defer func() {
+		stopLoad()
+		wait()
+	}()
+	steps := []func(context.Context) error{
+		d.steadyPhase,
+		func(ctx context.Context) error { return d.rollingUpdate(ctx, "v1", "v2") },
+		func(ctx context.Context) error { return d.canceledUpdate(ctx, "v2", "v3") },
+		func(ctx context.Context) error { return d.rollback(ctx, "v1") },
+		func(ctx context.Context) error { return d.deleteAndDesire(ctx, "v2") },
+	}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			d.finish(context.Background())
+			return err
+		}
+	}
+	d.finish(ctx)
+	return nil
+}
+
+// cleanUp removes the demo LRP so that the next run starts afresh, even after a Ctrl-C.
+func (d *demo) cleanUp() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d.timeout = 50 * time.Second
+	return d.removeIfExists(ctx, "(clean-up)")
+}
+
+// ensureSystem uses the system whose API answers at api, or starts `bbs dev` (when allowed)
+// and returns it for the caller to stop.
+func ensureSystem(ctx context.Context, api *apiClient, start bool, cfg startConfig, logf func(string, ...any)) (*devSystem, error) {
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err := api.available(pingCtx)
+	cancel()
+	if err != nil {
+		if !start {
+			return nil, fmt.Errorf("the API at %s does not answer (%v); start it with `make run`, or drop --start=false", api.base, err)
+		}
+		logf("the API at %s does not answer: starting the system", api.base)
+		sys, err := startDev(ctx, cfg, api, logf)
+		if err != nil {
+			return nil, err
+		}
+		logf("the system is up")
+		return sys, checkRouter(ctx, cfg.statsURL)
+	}
+	logf("the API at %s answers: using the running system", api.base)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if ok, _ := api.available(ctx); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, errors.New("the API answers but is not available (migrations? database? Temporal?) after a minute")
+		}
+		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	return nil, checkRouter(ctx, cfg.statsURL)
+}
+
+func checkRouter(ctx context.Context, statsURL string) error {
+	if _, err := readRouterStats(ctx, &http.Client{Timeout: 5 * time.Second}, statsURL); err != nil {
+		return fmt.Errorf("the router's stats do not answer (%v): is the router running (bbs dev starts it)?", err)
+	}
+	return nil
+}
+
+// defaultTemporalBin finds the temporal CLI as `make run` does: $TEMPORAL_BIN, bin/temporal,
+// then PATH.
+func defaultTemporalBin() string {
+	if p := os.Getenv("TEMPORAL_BIN"); p != "" {
+		return p
+	}
+	if _, err := os.Stat("bin/temporal"); err == nil {
+		return "bin/temporal"
+	}
+	if p, err := exec.LookPath("temporal"); err == nil {
+		return p
+	}
+	return "bin/temporal"
+}
