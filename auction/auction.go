@@ -214,13 +214,13 @@ func newPlacer(cells []Cell) *placer {
 	for i := range cells {
 		c := &cells[i]
 		s := &cellState{
-			id:      c.ID,
-			zone:    zoneIndex[c.Zone],
-			tagKey:  tagKey(c.PlacementTags),
-			totMem:  int64(c.Capacity.MemoryMB),
-			totDisk: int64(c.Capacity.DiskMB),
-			totCont: int64(c.Capacity.Containers),
-			perGUID: map[string]int{},
+			id:       c.ID,
+			zone:     zoneIndex[c.Zone],
+			tagKey:   tagKey(c.PlacementTags),
+			totMem:   int64(c.Capacity.MemoryMB),
+			totDisk:  int64(c.Capacity.DiskMB),
+			totCont:  int64(c.Capacity.Containers),
+			perGUID:  map[string]int{},
 			mem:      c.Held.MemoryMB,
 			disk:     c.Held.DiskMB,
 			cont:     int64(c.Held.Containers),
