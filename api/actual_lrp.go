@@ -76,13 +76,40 @@ type actualLRPGroupResponse struct {
 	Group *model.ActualLRPGroup `json:"actual_lrp_group"`
 }
 
-func (s *Server) listActualLRPs(ctx context.Context, req *actualLRPFilterRequest) (actualLRPsResponse, error) {
-	lrps, err := s.store.ActualLRPs(ctx, req.ActualLRPFilter)
-	return actualLRPsResponse{ActualLRPs: lrps}, err
+func (s *Server) eachActualLRP(ctx context.Context, req *actualLRPFilterRequest, yield func(*model.ActualLRP) error) error {
+	return s.store.EachActualLRP(ctx, req.ActualLRPFilter, yield)
 }
 
-func (s *Server) listActualLRPGroups(ctx context.Context, req *actualLRPGroupsFilterRequest) (actualLRPGroupsResponse, error) {
-	return s.groups(ctx, model.ActualLRPFilter{Domain: req.Domain, CellID: req.CellID})
+// eachActualLRPGroup yields one group per (process guid, definition id, index): the store
+// lists the instances of a slot next to each other, so each group is complete when the
+// next slot begins.
+func (s *Server) eachActualLRPGroup(ctx context.Context, req *actualLRPGroupsFilterRequest, yield func(*model.ActualLRPGroup) error) error {
+	var slot []model.ActualLRP
+	flush := func() error {
+		if len(slot) == 0 {
+			return nil
+		}
+		for _, g := range model.GroupActualLRPs(slot) {
+			if err := yield(&g); err != nil {
+				return err
+			}
+		}
+		slot = nil
+		return nil
+	}
+	err := s.store.EachActualLRP(ctx, model.ActualLRPFilter{Domain: req.Domain, CellID: req.CellID}, func(a *model.ActualLRP) error {
+		if len(slot) > 0 && (slot[0].ProcessGUID != a.ProcessGUID || slot[0].DefinitionID != a.DefinitionID || slot[0].Index != a.Index) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		slot = append(slot, *a)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
 }
 
 func (s *Server) listActualLRPGroupsByProcessGUID(ctx context.Context, req *processGUIDRequest) (actualLRPGroupsResponse, error) {

@@ -3,6 +3,7 @@
 package api
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +32,7 @@ type Store interface {
 	LRPDeploymentByProcessGUID(ctx context.Context, guid string) (*model.LRPDeployment, error)
 	LRPDeployments(ctx context.Context, f model.DesiredLRPFilter) ([]model.LRPDeployment, error)
 	ActualLRPs(ctx context.Context, f model.ActualLRPFilter) ([]model.ActualLRP, error)
+	EachActualLRP(ctx context.Context, f model.ActualLRPFilter, fn func(*model.ActualLRP) error) error
 	ActualLRPGroupByProcessGUIDAndIndex(ctx context.Context, guid string, index int32) (*model.ActualLRPGroup, error)
 	RetireActualLRP(ctx context.Context, key model.ActualLRPKey) (*model.ActualLRP, error)
 	Rollouts(ctx context.Context, f model.RolloutFilter) ([]model.Rollout, error)
@@ -119,8 +121,8 @@ func (s *Server) routes() chi.Router {
 		r.Post("/v1/lrp_deployments/get_by_process_guid", handle(s, s.lrpDeploymentByProcessGUID))
 		r.Post("/v1/lrp_deployments/list", handle(s, s.listLRPDeployments))
 
-		r.Post("/v1/actual_lrps/list", handle(s, s.listActualLRPs))
-		r.Post("/v1/actual_lrp_groups/list", handle(s, s.listActualLRPGroups))
+		r.Post("/v1/actual_lrps/list", handleList(s, "actual_lrps", s.eachActualLRP))
+		r.Post("/v1/actual_lrp_groups/list", handleList(s, "actual_lrp_groups", s.eachActualLRPGroup))
 		r.Post("/v1/actual_lrp_groups/list_by_process_guid", handle(s, s.listActualLRPGroupsByProcessGUID))
 		r.Post("/v1/actual_lrp_groups/get_by_process_guid_and_index", handle(s, s.actualLRPGroupByProcessGUIDAndIndex))
 		r.Post("/v1/actual_lrps/retire", handle(s, s.retireActualLRP))
@@ -183,6 +185,56 @@ func handle[Req, Resp any](s *Server, fn func(ctx context.Context, req *Req) (Re
 			return
 		}
 		writeJSON(w, http.StatusOK, resp)
+	}
+}
+
+// handleList serves a list route as a stream: each item is encoded as the store yields it,
+// so that a list of the whole fleet costs the API one item's memory, not the list's. An
+// error before the first item is an ordinary error response; one after it (the database
+// went away mid-list, the client hung up) aborts the response, so that no client takes a
+// cut list for a whole one.
+func handleList[Req, Item any](s *Server, field string, each func(ctx context.Context, req *Req, yield func(*Item) error) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := readBody(w, r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		req, err := decodeAndValidate[Req](body)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		bw := bufio.NewWriterSize(w, 64<<10)
+		enc := json.NewEncoder(bw)
+		n := 0
+		begin := func() {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			bw.WriteString(`{"` + field + `":[`)
+		}
+		err = each(r.Context(), req, func(item *Item) error {
+			if n == 0 {
+				begin()
+			} else {
+				bw.WriteByte(',')
+			}
+			n++
+			return enc.Encode(item)
+		})
+		if err != nil {
+			if n == 0 {
+				s.writeError(w, r, err)
+				return
+			}
+			s.log.Warn("list cut short", zap.String("path", r.URL.Path), zap.Int("items", n), zap.Error(err))
+			panic(http.ErrAbortHandler)
+		}
+		if n == 0 {
+			begin()
+		}
+		bw.WriteString("]}\n")
+		bw.Flush()
 	}
 }
 

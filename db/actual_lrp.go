@@ -147,12 +147,23 @@ ORDER BY instance_index, definition_id, presence`, args...); err != nil {
 // ActualLRPs lists the instances (of every presence) that match the filter, ordered by
 // process guid, index, definition id and presence.
 func (s *Store) ActualLRPs(ctx context.Context, f model.ActualLRPFilter) ([]model.ActualLRP, error) {
+	out := []model.ActualLRP{}
+	err := s.EachActualLRP(ctx, f, func(a *model.ActualLRP) error {
+		out = append(out, *a)
+		return nil
+	})
+	return out, err
+}
+
+// EachActualLRP calls fn with each instance ActualLRPs would list, in the same order, as
+// the rows arrive, so that a list of the whole fleet never sits in memory; an error from fn
+// ends the walk and is returned. fn must not keep the instance: it is reused.
+func (s *Store) EachActualLRP(ctx context.Context, f model.ActualLRPFilter, fn func(*model.ActualLRP) error) error {
 	index := int32(-1)
 	if f.Index != nil {
 		index = *f.Index
 	}
-	var rows []actualRow
-	err := s.db.SelectContext(ctx, &rows, `SELECT `+actualColumns+` FROM actual_lrps
+	rows, err := s.db.QueryContext(ctx, `SELECT `+actualColumns+` FROM actual_lrps
 WHERE ($1 = '' OR domain = $1)
   AND ($2 = '' OR cell_id = $2)
   AND ($3 = '' OR process_guid = $3)
@@ -161,9 +172,26 @@ WHERE ($1 = '' OR domain = $1)
 ORDER BY process_guid, instance_index, definition_id, presence`,
 		f.Domain, f.CellID, f.ProcessGUID, index, f.DefinitionID)
 	if err != nil {
-		return nil, mapError(err)
+		return mapError(err)
 	}
-	return actualModels(rows)
+	defer rows.Close()
+	var r actualRow
+	for rows.Next() {
+		r.Ports = r.Ports[:0]
+		if err := rows.Scan(&r.ProcessGUID, &r.DefinitionID, &r.Index, &r.Presence, &r.Domain, &r.State,
+			&r.InstanceGUID, &r.CellID, &r.Address, &r.Ports, &r.InstanceAddress, &r.PlacementError, &r.Since,
+			&r.CrashCount, &r.CrashReason, &r.ModificationEpoch, &r.ModificationIndex, &r.Retiring); err != nil {
+			return mapError(err)
+		}
+		a, err := r.model()
+		if err != nil {
+			return err
+		}
+		if err := fn(&a); err != nil {
+			return err
+		}
+	}
+	return mapError(rows.Err())
 }
 
 // ActualLRPGroupByProcessGUIDAndIndex returns the group at an index of the LRP's active
