@@ -5,7 +5,7 @@ TEMPORAL_VERSION := v1.5.1
 # The temporal CLI on PATH if there is one, else the pinned build in bin/.
 TEMPORAL  ?= $(or $(shell command -v temporal 2>/dev/null),$(CURDIR)/bin/temporal)
 
-.PHONY: run demo test test-short fuzz bench build vet fmt clean doctor
+.PHONY: run demo test test-short fuzz bench bench-scale build vet fmt clean doctor
 
 build: bin/bbs
 
@@ -33,8 +33,14 @@ test: $(TEMPORAL)
 
 ## bench: the rollout benchmarks (figures recorded in docs/BENCHMARKS.md).
 bench: $(TEMPORAL)
-	TEMPORAL_BIN=$(TEMPORAL) $(GO) test ./bench -run '^$$' -bench . -benchtime 1x -timeout 60m -v
+	TEMPORAL_BIN=$(TEMPORAL) $(GO) test ./bench -run '^$$' -bench 'Rollout' -benchtime 1x -timeout 60m -v
 	TEMPORAL_BIN=$(TEMPORAL) $(GO) test ./auction -run '^$$' -bench . -benchtime 3x
+
+## bench-scale: Diego's scale on this machine: 1,000 sim cells, 250,000 instances in 25,000 LRPs
+## (place all from empty, list them, convergence, API memory; figures in docs/BENCHMARKS.md).
+## BENCH_SCALE_LRPS and BENCH_SCALE_CELLS shrink it.
+bench-scale:
+	$(GO) test ./bench -run '^$$' -bench 'Scale' -benchtime 1x -timeout 90m -v
 
 ## fuzz: run the request-decoding fuzzer for a while (the corpus is replayed by `make test`).
 fuzz:

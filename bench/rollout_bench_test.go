@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -132,24 +133,97 @@ func BenchmarkRolloutStep50(b *testing.B) {
 }
 
 // BenchmarkThousandRollouts starts 1,000 rollouts of 4-instance LRPs at once and reports the
-// index steps completed per second until all have finished.
+// index steps completed per second until all have finished. Throughout, every LRP's
+// instances are sampled (one statement over the whole fleet, every 25 ms) and the rollouts
+// issue's invariant is checked for each: all 4 indices keep a RUNNING instance that is not
+// retiring.
 func BenchmarkThousandRollouts(b *testing.B) {
 	const lrps, perLRP = 1000, 4
 	c := testcluster.New(b, testcluster.Options{Cells: 40, Zones: 2, Temporal: true,
 		Capacity: model.CellCapacity{MemoryMB: 16384, DiskMB: 16384, Containers: 250}})
 	for i := 0; i < b.N; i++ {
-		parallel(b, lrps, func(j int) error { return c.BBS.DesireLRP(ctx, instantLRP(fmt.Sprintf("r%d-%04d", i, j), perLRP)) })
+		prefix := fmt.Sprintf("r%d-", i)
+		parallel(b, lrps, func(j int) error { return c.BBS.DesireLRP(ctx, instantLRP(fmt.Sprintf("%s%04d", prefix, j), perLRP)) })
 		waitRunning(b, c, lrps*perLRP*(i+1), 5*time.Minute)
+		watch := watchFleet(b, c, prefix, perLRP)
 		start := time.Now()
 		parallel(b, lrps, func(j int) error {
-			return c.BBS.UpdateDesiredLRP(ctx, fmt.Sprintf("r%d-%04d", i, j), &model.DesiredLRPUpdate{Definition: nextDefinition("v2")})
+			return c.BBS.UpdateDesiredLRP(ctx, fmt.Sprintf("%s%04d", prefix, j), &model.DesiredLRPUpdate{Definition: nextDefinition("v2")})
 		})
 		waitRollouts(b, c, lrps*(i+1), 20*time.Minute)
 		took := time.Since(start)
+		samples := watch.finish(b, lrps)
+		var onV2 int
+		if err := c.Store.DB().GetContext(ctx, &onV2, `SELECT count(*) FROM actual_lrps
+WHERE process_guid LIKE $1 AND definition_id = 'v2' AND state = 'RUNNING' AND NOT retiring`, prefix+"%"); err != nil {
+			b.Fatal(err)
+		}
+		if onV2 != lrps*perLRP {
+			b.Fatalf("%d of %d instances RUNNING v2 after every rollout completed", onV2, lrps*perLRP)
+		}
+		b.Logf("%d rollouts of %d instances: all completed in %s (%.1f index-steps/s); every LRP kept %d of %d indices served over %d fleet-wide samples",
+			lrps, perLRP, took.Round(time.Millisecond), float64(lrps*perLRP)/took.Seconds(), perLRP, perLRP, samples)
 		b.ReportMetric(float64(lrps*perLRP)/took.Seconds(), "index-steps/s")
 		b.ReportMetric(took.Seconds(), "s/1000-rollouts")
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// fleetWatch samples every LRP whose guid starts with a prefix and keeps the first
+// violations of the invariant: n indices, each with a RUNNING instance that is not retiring.
+type fleetWatch struct {
+	stop       chan struct{}
+	done       chan struct{}
+	samples    int
+	seen       map[string]bool // LRPs present in some sample
+	violations []string
+}
+
+func watchFleet(b *testing.B, c *testcluster.Cluster, prefix string, n int) *fleetWatch {
+	w := &fleetWatch{stop: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}}
+	go func() {
+		defer close(w.done)
+		for {
+			var rows []struct {
+				GUID   string `db:"process_guid"`
+				Served int    `db:"served"`
+			}
+			err := c.Store.DB().SelectContext(ctx, &rows, `SELECT process_guid,
+    count(DISTINCT instance_index) FILTER (WHERE state = 'RUNNING' AND NOT retiring AND presence = 'ORDINARY') AS served
+FROM actual_lrps WHERE process_guid LIKE $1 GROUP BY process_guid`, prefix+"%")
+			if err != nil {
+				w.violations = append(w.violations, "sample failed: "+err.Error())
+				return
+			}
+			w.samples++
+			for _, r := range rows {
+				w.seen[r.GUID] = true
+				if r.Served < n && len(w.violations) < 10 {
+					w.violations = append(w.violations, fmt.Sprintf("sample %d: %s serves %d of %d indices", w.samples, r.GUID, r.Served, n))
+				}
+			}
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(25 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+// finish stops sampling, fails on any violation or on an LRP never sampled, and returns the
+// number of samples.
+func (w *fleetWatch) finish(b *testing.B, lrps int) int {
+	close(w.stop)
+	<-w.done
+	if len(w.violations) > 0 {
+		b.Fatalf("the invariant broke:\n%s", strings.Join(w.violations, "\n"))
+	}
+	if len(w.seen) != lrps || w.samples < 10 {
+		b.Fatalf("%d samples saw %d of %d LRPs", w.samples, len(w.seen), lrps)
+	}
+	return w.samples
 }
 
 func parallel(b *testing.B, n int, f func(i int) error) {

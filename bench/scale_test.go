@@ -40,8 +40,9 @@ func BenchmarkScale(b *testing.B) {
 		c := testcluster.New(b, testcluster.Options{
 			Cells: cells, Zones: 3,
 			Capacity: model.CellCapacity{MemoryMB: int32(perCell*2) * 16, DiskMB: int32(perCell*2) * 16, Containers: int32(perCell * 2)},
-			// Diego's rep reconciles every 30 s; presence is refreshed every few seconds.
-			CellHeartbeat: 5 * time.Second, CellPoll: 30 * time.Second,
+			// Diego's defaults: the rep reconciles every 30 s and checks a running instance's
+			// health every 30 s; presence is refreshed every few seconds.
+			CellHeartbeat: 5 * time.Second, CellPoll: 30 * time.Second, CellHealthCheck: 30 * time.Second,
 		})
 		b.Logf("%d cells up in %s", cells, time.Since(started).Round(time.Millisecond))
 

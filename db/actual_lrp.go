@@ -74,7 +74,10 @@ func actualModels(rows []actualRow) ([]model.ActualLRP, error) {
 }
 
 // createMissingInstances creates an UNCLAIMED instance of definition def for every index
-// below n that has no ordinary instance of any definition, and returns them.
+// below n that has no ordinary instance of any definition still serving (a retiring one is
+// on its way out: a removed and desired-again LRP, an index scaled down and up, need not
+// wait for it), and returns them. Where the retiring instance is of def itself the slot is
+// still taken; convergence fills it once the instance is gone.
 func (s *Store) createMissingInstances(ctx context.Context, tx *sqlx.Tx, guid, domain, def string, n int32) ([]model.ActualLRP, error) {
 	if n <= 0 {
 		return nil, nil
@@ -86,7 +89,8 @@ SELECT $1, $2, i, $3, 'UNCLAIMED', $5, gen_random_uuid()::text
 FROM generate_series(0, $4::integer - 1) AS i
 WHERE NOT EXISTS (
     SELECT 1 FROM actual_lrps a
-    WHERE a.process_guid = $1 AND a.instance_index = i AND a.presence = 'ORDINARY')
+    WHERE a.process_guid = $1 AND a.instance_index = i AND a.presence = 'ORDINARY' AND NOT a.retiring)
+ON CONFLICT DO NOTHING
 RETURNING `+actualColumns, guid, def, domain, n, s.nowNanos())
 	if err != nil {
 		return nil, err

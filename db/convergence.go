@@ -260,7 +260,7 @@ SELECT l.process_guid, coalesce(l.healthy_definition_id, l.active_definition_id)
     'UNCLAIMED', $1, gen_random_uuid()::text
 FROM desired_lrps l CROSS JOIN LATERAL generate_series(0, l.instances - 1) AS i
 WHERE NOT EXISTS (SELECT 1 FROM actual_lrps a
-    WHERE a.process_guid = l.process_guid AND a.instance_index = i AND a.presence = 'ORDINARY')
+    WHERE a.process_guid = l.process_guid AND a.instance_index = i AND a.presence = 'ORDINARY' AND NOT a.retiring)
 ON CONFLICT DO NOTHING
 RETURNING `+actualColumns, s.nowNanos())
 		if err != nil {

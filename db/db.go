@@ -106,17 +106,24 @@ func timeFromNanos(n int64) time.Time { return time.Unix(0, n) }
 func (s *Store) nowNanos() int64 { return s.now().UnixNano() }
 
 // withBinaryParameters asks lib/pq to send each query's parameters with the query itself
-// (one round trip) instead of preparing an unnamed statement first (two), unless the URL
-// says otherwise. []byte parameters then travel in binary format: pass JSON as a string.
+// (one round trip) instead of preparing an unnamed statement first (two), and turns
+// PostgreSQL's JIT compilation off for the session: it costs 100–200 ms on every query that
+// reads the whole fleet and saves nothing on queries this short. Either can be overridden in
+// the URL. []byte parameters travel in binary format: pass JSON as a string (jsonText).
 func withBinaryParameters(url string) string {
-	if strings.Contains(url, "binary_parameters") {
-		return url
-	}
-	if strings.Contains(url, "://") {
-		if strings.Contains(url, "?") {
-			return url + "&binary_parameters=yes"
+	for _, p := range []string{"binary_parameters=yes", "jit=off"} {
+		name := p[:strings.IndexByte(p, '=')]
+		if strings.Contains(url, name+"=") {
+			continue
 		}
-		return url + "?binary_parameters=yes"
+		switch {
+		case !strings.Contains(url, "://"):
+			url += " " + p
+		case strings.Contains(url, "?"):
+			url += "&" + p
+		default:
+			url += "?" + p
+		}
 	}
-	return url + " binary_parameters=yes"
+	return url
 }

@@ -237,3 +237,29 @@ func jsonValue(t *testing.T, v any) any {
 	}
 	return out
 }
+
+// TestDesireAfterRemoveDoesNotWaitForRetiringInstances: the instances of a removed LRP are
+// retiring while their cells stop them; desiring the LRP again with another definition
+// creates its instances at once, beside them (with the same definition the slots are still
+// taken, and convergence fills them once the old instances are gone).
+func TestDesireAfterRemoveDoesNotWaitForRetiringInstances(t *testing.T) {
+	s := dbtest.NewStore(t)
+	desire(t, s, newLRP("app", 2))
+	makeRunning(t, s, "app", "app", 0)
+	makeRunning(t, s, "app", "app", 1)
+	if _, err := s.RemoveDesiredLRP(ctx, "app"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM actual_lrps WHERE process_guid = 'app' AND retiring`); n != 2 {
+		t.Fatalf("%d retiring instances after the remove, want 2", n)
+	}
+	again := newLRP("app", 2)
+	again.DefinitionID = "app-v2"
+	desire(t, s, again)
+	if n := count(t, s, `SELECT count(*) FROM actual_lrps WHERE process_guid = 'app' AND definition_id = 'app-v2' AND state = 'UNCLAIMED'`); n != 2 {
+		t.Fatalf("%d new instances, want 2 created at once", n)
+	}
+	if n := count(t, s, `SELECT count(*) FROM actual_lrps WHERE process_guid = 'app' AND definition_id = 'app' AND retiring`); n != 2 {
+		t.Fatalf("%d old instances still retiring, want 2 (their cells stop them)", n)
+	}
+}

@@ -1,6 +1,7 @@
 package db_test
 
 import (
+	"strings"
 	"sync"
 	"testing"
 
@@ -85,4 +86,28 @@ VALUES (gen_random_uuid(), 'p1', 'update', 'p1', 'v2', $1, 1, 'rollout:p1')`
 			t.Fatal("a second rollout in progress was accepted")
 		}
 	})
+}
+
+// TestSessionSettings: the store's connections run without JIT compilation (it costs more
+// than it saves on every query over the whole fleet) unless the URL asks for it.
+func TestSessionSettings(t *testing.T) {
+	s := dbtest.NewStore(t)
+	if jit := count(t, s, `SELECT (current_setting('jit') = 'off')::int`); jit != 1 {
+		t.Fatalf("jit is on in the store's sessions")
+	}
+	withJIT, err := db.Open(ctx, s.URL()+sep(s.URL())+"jit=on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer withJIT.Close()
+	if jit := count(t, withJIT, `SELECT (current_setting('jit') = 'on')::int`); jit != 1 {
+		t.Fatalf("jit=on in the URL was not kept")
+	}
+}
+
+func sep(url string) string {
+	if strings.Contains(url, "?") {
+		return "&"
+	}
+	return "?"
 }

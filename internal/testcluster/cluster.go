@@ -65,10 +65,11 @@ type Options struct {
 	// reaches the cells (to inject races with the cells' reports); the ConvergeEvery passes
 	// and the API stop without it.
 	BeforeStop func(c *Cluster, lrps []model.ActualLRP)
-	// CellHeartbeat and CellPoll are the cells' heartbeat and reconciliation intervals
-	// (default 1 s each: quick reactions for tests; a fleet of a thousand cells wants
-	// production-like intervals instead).
-	CellHeartbeat, CellPoll time.Duration
+	// CellHeartbeat and CellPoll are the cells' heartbeat and reconciliation intervals, and
+	// CellHealthCheck how often a cell checks a RUNNING instance's health (default 1 s each:
+	// quick reactions for tests; a fleet of a thousand cells wants production-like intervals
+	// instead).
+	CellHeartbeat, CellPoll, CellHealthCheck time.Duration
 }
 
 // Cluster is a running system.
@@ -230,7 +231,8 @@ func (c *Cluster) AddCell(id, zone string, capacity model.CellCapacity) *Cell {
 	}
 	exec := executor.New(backend, executor.Config{
 		SkipPortProbe: true, PortRangeStart: 61000, PortRangeEnd: 63000,
-		MonitorInterval: 20 * time.Millisecond, HealthyMonitorInterval: time.Second, StopGracePeriod: 100 * time.Millisecond,
+		MonitorInterval: 20 * time.Millisecond, HealthyMonitorInterval: cmp.Or(c.opts.CellHealthCheck, time.Second),
+		StopGracePeriod: 100 * time.Millisecond,
 	}, zap.NewNop())
 	heartbeat, poll := cmp.Or(c.opts.CellHeartbeat, time.Second), cmp.Or(c.opts.CellPoll, time.Second)
 	agent := cell.New(cell.Config{
