@@ -25,9 +25,10 @@ import (
 // BenchmarkScale is issue 5's fleet: 1,000 sim cells and 250,000 ActualLRPs in 25,000 LRPs
 // (BENCH_SCALE_LRPS and BENCH_SCALE_CELLS shrink it for a quick look). It measures, in
 // order: placing and running everything from empty through the API, the auctioneer and the
-// cells; listing every ActualLRP and every scheduling info from a separate `bbs api`
-// process (the way Cloud Controller or an operator reads them); one convergence pass with
-// nothing to do and one with 1% of the instances missing; and that API process's memory.
+// cells; one convergence pass with nothing to do and one with 1% of the instances missing;
+// listing every ActualLRP, group, LRP and scheduling info from a separate `bbs api` process
+// (the way Cloud Controller or an operator reads them), with the fleet running and then
+// stopped; and that API process's memory.
 // `make bench-scale` runs it; docs/BENCHMARKS.md holds the figures next to Diego's.
 func BenchmarkScale(b *testing.B) {
 	lrps := envInt(b, "BENCH_SCALE_LRPS", 25000)
@@ -55,28 +56,6 @@ func BenchmarkScale(b *testing.B) {
 		b.Logf("place and run %d instances of %d LRPs on %d cells: desired in %s, all RUNNING after %s (%.0f instances/s)",
 			total, lrps, cells, desired.Round(time.Millisecond), placed.Round(time.Millisecond), float64(total)/placed.Seconds())
 		b.ReportMetric(placed.Seconds(), "s-place-all")
-
-		// Reads, from an API process of their own so that its memory is its own.
-		api := startAPIProcess(b, c.Store.URL())
-		rss0 := api.memory(b)
-		for _, read := range []struct{ name, path, field string }{
-			{"actual_lrps/list", "/v1/actual_lrps/list", "actual_lrps"},
-			{"desired_lrp_scheduling_infos/list", "/v1/desired_lrp_scheduling_infos/list", "desired_lrp_scheduling_infos"},
-			{"desired_lrps/list", "/v1/desired_lrps/list", "desired_lrps"},
-			{"actual_lrp_groups/list", "/v1/actual_lrp_groups/list", "actual_lrp_groups"},
-		} {
-			var times []time.Duration
-			var n, size int
-			for range 3 {
-				d, count, bytes := api.list(b, read.path, read.field)
-				times = append(times, d)
-				n, size = count, bytes
-			}
-			b.Logf("%-34s %7d items, %6.1f MB: %s", read.name, n, float64(size)/1e6, durations(times))
-		}
-		rss := api.memory(b)
-		b.Logf("API process memory: %s idle after start, %s resident after the reads, peak %s", mib(rss0.rss), mib(rss.rss), mib(rss.peak))
-		b.ReportMetric(float64(rss.peak)/(1<<20), "MiB-api-peak")
 
 		// Convergence: a pass with nothing to do, then one with 1% of the instances gone.
 		var idle []time.Duration
@@ -116,6 +95,37 @@ func BenchmarkScale(b *testing.B) {
 		waitRunningProgress(b, c, total, 10*time.Minute)
 		b.Logf("all %d RUNNING again %s after the pass", total, (time.Since(t0) - pass).Round(time.Millisecond))
 		b.ReportMetric(pass.Seconds(), "s-converge-1pct")
+
+		// Reads, from an API process of their own so that its memory is its own: first with the
+		// fleet's 1,000 agents and their instances running on the same two cores, then with
+		// the agents stopped, as the BBS sees it on a machine of its own (Diego's setting).
+		api := startAPIProcess(b, c.Store.URL())
+		rss0 := api.memory(b)
+		readAll(b, api, "fleet running")
+		c.StopCells()
+		readAll(b, api, "fleet stopped")
+		rss := api.memory(b)
+		b.Logf("API process memory: %s idle after start, %s resident after the reads, peak %s", mib(rss0.rss), mib(rss.rss), mib(rss.peak))
+		b.ReportMetric(float64(rss.peak)/(1<<20), "MiB-api-peak")
+	}
+}
+
+// readAll lists every instance, group, LRP and scheduling info through api, three times each.
+func readAll(b *testing.B, api *apiProcess, label string) {
+	for _, read := range []struct{ name, path, field string }{
+		{"actual_lrps/list", "/v1/actual_lrps/list", "actual_lrps"},
+		{"desired_lrp_scheduling_infos/list", "/v1/desired_lrp_scheduling_infos/list", "desired_lrp_scheduling_infos"},
+		{"desired_lrps/list", "/v1/desired_lrps/list", "desired_lrps"},
+		{"actual_lrp_groups/list", "/v1/actual_lrp_groups/list", "actual_lrp_groups"},
+	} {
+		var times []time.Duration
+		var n, size int
+		for range 3 {
+			d, count, bytes := api.list(b, read.path, read.field)
+			times = append(times, d)
+			n, size = count, bytes
+		}
+		b.Logf("%-14s %-34s %7d items, %6.1f MB: %s", label, read.name, n, float64(size)/1e6, durations(times))
 	}
 }
 

@@ -3,7 +3,6 @@ package db
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
@@ -53,11 +52,11 @@ func (r *actualRow) model() (model.ActualLRP, error) {
 		ModificationTag:      model.ModificationTag{Epoch: r.ModificationEpoch, Index: r.ModificationIndex},
 		Retiring:             r.Retiring,
 	}
-	if len(r.Ports) > 0 && string(r.Ports) != "[]" {
-		if err := json.Unmarshal(r.Ports, &a.Ports); err != nil {
-			return a, fmt.Errorf("decode ports of %s/%s/%d: %w", r.ProcessGUID, r.DefinitionID, r.Index, err)
-		}
+	ports, err := decodePorts(r.Ports)
+	if err != nil {
+		return a, fmt.Errorf("instance %s/%s/%d: %w", r.ProcessGUID, r.DefinitionID, r.Index, err)
 	}
+	a.Ports = ports
 	return a, nil
 }
 

@@ -102,6 +102,7 @@ type Cell struct {
 	Agent    *cell.Agent
 	Exec     *executor.Executor
 	done     chan error
+	cancel   context.CancelFunc
 }
 
 // New starts a cluster; everything stops when the test ends.
@@ -242,7 +243,9 @@ func (c *Cluster) AddCell(id, zone string, capacity model.CellCapacity) *Cell {
 	}, c.BBS, exec, zap.NewNop())
 	sc := &Cell{ID: id, Zone: zone, Agent: agent, Exec: exec, done: make(chan error, 1)}
 	ready := make(chan struct{})
-	go func() { sc.done <- agent.Run(c.ctx, func(string) { close(ready) }) }()
+	cellCtx, cancel := context.WithCancel(c.ctx)
+	sc.cancel = cancel
+	go func() { sc.done <- agent.Run(cellCtx, func(string) { close(ready) }) }()
 	select {
 	case <-ready:
 	case err := <-sc.done:
@@ -262,6 +265,24 @@ func (sc *Cell) Wait(within time.Duration) (exited bool, err error) {
 	case <-time.After(within):
 		return false, nil
 	}
+}
+
+// Stop stops the cell's agent as a shutdown does (containers stopped, presence withdrawn)
+// and waits for it. The store keeps the cell's instances: convergence would deal with them.
+func (sc *Cell) Stop() {
+	sc.cancel()
+	sc.Wait(time.Minute)
+}
+
+// StopCells stops every cell at once and waits for them: what the store then serves, it
+// serves without the fleet's own load on the machine.
+func (c *Cluster) StopCells() {
+	var wg sync.WaitGroup
+	for _, sc := range c.Cells {
+		wg.Add(1)
+		go func() { defer wg.Done(); sc.Stop() }()
+	}
+	wg.Wait()
 }
 
 // Zone is the zone of the cell with the given ID ("" when there is none).
