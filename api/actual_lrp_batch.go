@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
@@ -31,6 +32,12 @@ func (r *batchRequest) Validate() error {
 				return model.Errorf(me.Type, "instances[%d]: %s", i, me.Message)
 			}
 			return err
+		}
+		// A NUL cannot be stored: refused here, it cannot fail the whole batch's transaction.
+		for _, v := range []string{in.Key.Domain, in.InstanceKey.InstanceGUID, in.InstanceKey.CellID, in.NetInfo.Address, in.NetInfo.InstanceAddress} {
+			if strings.ContainsRune(v, 0) {
+				return model.Errorf(model.ErrInvalidRequest, "instances[%d]: a field contains a NUL character", i)
+			}
 		}
 		if in.ModificationTag != nil {
 			return model.Errorf(model.ErrInvalidRequest, "instances[%d]: modification_tag is not taken in a batch; use the single route", i)

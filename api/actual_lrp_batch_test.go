@@ -59,6 +59,8 @@ func TestBatchRefusesBadInputWhole(t *testing.T) {
 	delete(noIndex["actual_lrp_key"].(obj), "index")
 	withTag := batchItem("app", 1, "cell-1")
 	withTag["modification_tag"] = obj{"epoch": "e", "index": 0}
+	nulAddress := batchItem("app", 1, "cell-1")
+	nulAddress["actual_lrp_net_info"] = obj{"address": "10.0.0.1\u0000"}
 	tooMany := make([]obj, 1001)
 	for i := range tooMany {
 		tooMany[i] = batchItem("app", 0, "cell-1")
@@ -68,6 +70,7 @@ func TestBatchRefusesBadInputWhole(t *testing.T) {
 		"no index":         {"instances": []obj{batchItem("app", 0, "cell-1"), noIndex}},
 		"modification tag": {"instances": []obj{batchItem("app", 0, "cell-1"), withTag}},
 		"too many":         {"instances": tooMany},
+		"NUL in address":   {"instances": []obj{batchItem("app", 0, "cell-1"), nulAddress}},
 	} {
 		for _, route := range []string{"/v1/actual_lrps/claim_batch", "/v1/actual_lrps/start_batch"} {
 			requireError(t, h.postJSON(route, body), http.StatusBadRequest, model.ErrInvalidRequest)

@@ -188,6 +188,10 @@ func handle[Req, Resp any](s *Server, fn func(ctx context.Context, req *Req) (Re
 	}
 }
 
+// listWriteTimeout is how long a streamed list waits for its client to take the next 1,024
+// items before it gives up on it.
+const listWriteTimeout = 30 * time.Second
+
 // jsonAppender is an item that writes its own JSON, the bytes encoding/json would write,
 // without reflection (model.ActualLRP: a list of the fleet holds 250,000 of them).
 type jsonAppender interface{ AppendJSON(b []byte) []byte }
@@ -209,6 +213,11 @@ func handleList[Req, Item any](s *Server, field string, each func(ctx context.Co
 			s.writeError(w, r, err)
 			return
 		}
+		// The rows stay open while the client reads: one that stops reading must not hold a
+		// database connection (and an old snapshot) for ever.
+		rc := http.NewResponseController(w)
+		rc.SetWriteDeadline(time.Now().Add(listWriteTimeout))
+		defer rc.SetWriteDeadline(time.Time{})
 		bw := bufio.NewWriterSize(w, 64<<10)
 		enc := json.NewEncoder(bw)
 		var buf []byte
@@ -225,6 +234,9 @@ func handleList[Req, Item any](s *Server, field string, each func(ctx context.Co
 				bw.WriteByte(',')
 			}
 			n++
+			if n%1024 == 0 {
+				rc.SetWriteDeadline(time.Now().Add(listWriteTimeout))
+			}
 			if a, ok := any(item).(jsonAppender); ok {
 				buf = a.AppendJSON(buf[:0])
 				_, err := bw.Write(buf)

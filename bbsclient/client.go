@@ -117,17 +117,20 @@ func (r BatchResult) Err() error {
 	return r.Error
 }
 
-// maxBatch is the most instances the API takes in one batch report.
-const maxBatch = 1000
+// batchSize is how many instances go in one batch report: the API takes up to 1,000, and
+// 250 keeps a request well below its 1 MiB limit however long the guids.
+const batchSize = 250
 
 // ClaimActualLRPs claims many instances for this cell (Key and InstanceKey of each report),
-// in requests of up to 1,000; the results are in the order of the reports.
+// in requests of up to 250; the results are in the order of the reports. On an error, the
+// results of the requests that went through are returned with it.
 func (c *Client) ClaimActualLRPs(ctx context.Context, reports []InstanceRequest) ([]BatchResult, error) {
 	return c.batch(ctx, "claim_batch", reports)
 }
 
 // StartActualLRPs records many instances running on this cell (Key, InstanceKey and NetInfo
-// of each report), in requests of up to 1,000; the results are in the order of the reports.
+// of each report), in requests of up to 250; the results are in the order of the reports,
+// and partial on an error, as for ClaimActualLRPs.
 func (c *Client) StartActualLRPs(ctx context.Context, reports []InstanceRequest) ([]BatchResult, error) {
 	return c.batch(ctx, "start_batch", reports)
 }
@@ -135,17 +138,17 @@ func (c *Client) StartActualLRPs(ctx context.Context, reports []InstanceRequest)
 func (c *Client) batch(ctx context.Context, route string, reports []InstanceRequest) ([]BatchResult, error) {
 	out := make([]BatchResult, 0, len(reports))
 	for len(reports) > 0 {
-		n := min(len(reports), maxBatch)
+		n := min(len(reports), batchSize)
 		var resp struct {
 			Results []BatchResult `json:"results"`
 		}
 		if err := c.post(ctx, "/v1/actual_lrps/"+route, struct {
 			Instances []InstanceRequest `json:"instances"`
 		}{reports[:n]}, &resp); err != nil {
-			return nil, err
+			return out, err
 		}
 		if len(resp.Results) != n {
-			return nil, fmt.Errorf("POST /v1/actual_lrps/%s: %d results for %d instances", route, len(resp.Results), n)
+			return out, fmt.Errorf("POST /v1/actual_lrps/%s: %d results for %d instances", route, len(resp.Results), n)
 		}
 		out = append(out, resp.Results...)
 		reports = reports[n:]

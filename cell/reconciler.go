@@ -98,9 +98,22 @@ func (a *Agent) reconcile(ctx context.Context, containers []executor.Container, 
 	return errors.Join(errs...)
 }
 
-// reportStarts tells the BBS, in one batch, that these instances run here.
+// reportStarts tells the BBS, in one batch, that these instances run here. It holds the
+// agent's lock, as a single start does, and reports only the containers that still run:
+// another pass may have reported one crashed or stopped since it was queued.
 func (a *Agent) reportStarts(ctx context.Context, starts []bbsclient.InstanceRequest) error {
-	results, err := a.bbs.StartActualLRPs(ctx, starts)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	live := starts[:0]
+	for _, s := range starts {
+		if c, ok := a.exec.Get(s.InstanceKey.InstanceGUID); ok && c.State == executor.StateRunning {
+			live = append(live, s)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	results, err := a.bbs.StartActualLRPs(ctx, live)
 	if err != nil {
 		return err
 	}

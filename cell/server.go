@@ -83,11 +83,12 @@ func (a *Agent) handleWork(w http.ResponseWriter, r *http.Request) {
 			ik := a.instanceKey(&accepted[i])
 			reports[i] = bbsclient.InstanceRequest{Key: accepted[i].Key, InstanceKey: &ik}
 		}
+		// On an error, results holds the answers of the requests that went through.
 		results, err := a.bbs.ClaimActualLRPs(r.Context(), reports)
 		for i := range accepted {
 			c := &accepted[i]
 			claimErr := err
-			if err == nil {
+			if i < len(results) {
 				claimErr = results[i].Err()
 			}
 			if claimErr != nil {

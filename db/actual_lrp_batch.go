@@ -45,82 +45,24 @@ type slotKey struct {
 	index     int32
 }
 
+// batchAttempts is how often a batch is tried when PostgreSQL breaks a deadlock by aborting
+// it: two batches meet on the LRPs they mark healthy, or a batch meets single writes.
+const batchAttempts = 3
+
 func (s *Store) reportInstances(ctx context.Context, reports []InstanceReport, start bool) ([]BatchResult, error) {
 	results := make([]BatchResult, len(reports))
 	if len(reports) == 0 {
 		return results, nil
 	}
 	alone := make([]int, 0) // reports answered by the single write after the batch
-	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
-		clear(results)
-		alone = alone[:0]
-		var keys []slotKey
-		for _, r := range reports {
-			if r.Key.DefinitionID != "" {
-				keys = append(keys, slotKey{r.Key.ProcessGUID, r.Key.DefinitionID, r.Key.Index})
-			}
+	var err error
+	for range batchAttempts {
+		if err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+			return s.reportInTx(ctx, tx, reports, start, results, &alone)
+		}); !model.IsType(err, model.ErrResourceConflict) {
+			break
 		}
-		rows, err := lockInstances(ctx, tx, keys)
-		if err != nil {
-			return err
-		}
-		var befores, afters []model.ActualLRP
-		var of []int             // the report of each after
-		at := map[slotKey]bool{} // slots with a write
-		for i, r := range reports {
-			k := slotKey{r.Key.ProcessGUID, r.Key.DefinitionID, r.Key.Index}
-			row, ok := rows[k]
-			if r.Key.DefinitionID == "" || !ok {
-				alone = append(alone, i)
-				continue
-			}
-			if _, dup := at[k]; dup {
-				alone = append(alone, i) // the same slot twice: the second sees the first's write
-				continue
-			}
-			before, err := row.model()
-			if err != nil {
-				return err
-			}
-			var after model.ActualLRP
-			var write bool
-			if start {
-				after, write, err = s.started(before, r.InstanceKey, r.NetInfo)
-			} else {
-				after, write, err = s.claimed(before, r.InstanceKey)
-			}
-			if err != nil {
-				results[i].Err = err
-				continue
-			}
-			if !write {
-				results[i].ActualLRP = &after
-				continue
-			}
-			at[k] = true
-			befores, afters, of = append(befores, before), append(afters, after), append(of, i)
-		}
-		stored, err := writeInstances(ctx, tx, afters)
-		if err != nil {
-			return err
-		}
-		events := make([]pendingEvent, len(stored))
-		for i := range stored {
-			events[i] = changed(model.EventActualLRPChanged, befores[i], stored[i])
-		}
-		if err := appendEvents(ctx, tx, events...); err != nil {
-			return err
-		}
-		if start {
-			if err := markHealthyAll(ctx, tx, stored); err != nil {
-				return err
-			}
-		}
-		for j, i := range of {
-			results[i].ActualLRP = &stored[j]
-		}
-		return nil
-	})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +78,79 @@ func (s *Store) reportInstances(ctx context.Context, reports []InstanceReport, s
 		}
 	}
 	return results, nil
+}
+
+// reportInTx is one attempt at a batch: it fills results, and alone with the reports left
+// for the single writes.
+func (s *Store) reportInTx(ctx context.Context, tx *sqlx.Tx, reports []InstanceReport, start bool, results []BatchResult, alone *[]int) error {
+	clear(results)
+	*alone = (*alone)[:0]
+	var keys []slotKey
+	for _, r := range reports {
+		if r.Key.DefinitionID != "" {
+			keys = append(keys, slotKey{r.Key.ProcessGUID, r.Key.DefinitionID, r.Key.Index})
+		}
+	}
+	rows, err := lockInstances(ctx, tx, keys)
+	if err != nil {
+		return err
+	}
+	var befores, afters []model.ActualLRP
+	var of []int             // the report of each after
+	at := map[slotKey]bool{} // slots with a write
+	for i, r := range reports {
+		k := slotKey{r.Key.ProcessGUID, r.Key.DefinitionID, r.Key.Index}
+		row, ok := rows[k]
+		if r.Key.DefinitionID == "" || !ok {
+			*alone = append(*alone, i)
+			continue
+		}
+		if _, dup := at[k]; dup {
+			*alone = append(*alone, i) // the same slot twice: the second sees the first's write
+			continue
+		}
+		before, err := row.model()
+		if err != nil {
+			return err
+		}
+		var after model.ActualLRP
+		var write bool
+		if start {
+			after, write, err = s.started(before, r.InstanceKey, r.NetInfo)
+		} else {
+			after, write, err = s.claimed(before, r.InstanceKey)
+		}
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		if !write {
+			results[i].ActualLRP = &after
+			continue
+		}
+		at[k] = true
+		befores, afters, of = append(befores, before), append(afters, after), append(of, i)
+	}
+	stored, err := writeInstances(ctx, tx, afters)
+	if err != nil {
+		return err
+	}
+	events := make([]pendingEvent, len(stored))
+	for i := range stored {
+		events[i] = changed(model.EventActualLRPChanged, befores[i], stored[i])
+	}
+	if err := appendEvents(ctx, tx, events...); err != nil {
+		return err
+	}
+	if start {
+		if err := markHealthyAll(ctx, tx, stored); err != nil {
+			return err
+		}
+	}
+	for j, i := range of {
+		results[i].ActualLRP = &stored[j]
+	}
+	return nil
 }
 
 // lockInstances finds and locks the ordinary instances of keys, in key order (so that two
@@ -229,9 +244,16 @@ func markHealthyAll(ctx context.Context, tx *sqlx.Tx, lrps []model.ActualLRP) er
 	for i := range lrps {
 		guids[i], defs[i] = lrps[i].ProcessGUID, lrps[i].DefinitionID
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE desired_lrps l SET healthy_definition_id = u.def, updated_at = now()
-FROM (SELECT DISTINCT * FROM unnest($1::text[], $2::text[])) AS u(guid, def)
-WHERE l.process_guid = u.guid AND l.active_definition_id = u.def AND l.healthy_definition_id IS DISTINCT FROM u.def`,
+	// Only LRPs whose healthy definition changes are locked, in process guid order, so that
+	// two batches never wait on each other in a cycle.
+	_, err := tx.ExecContext(ctx, `WITH due AS (
+    SELECT l.process_guid, u.def FROM desired_lrps l
+    JOIN (SELECT DISTINCT * FROM unnest($1::text[], $2::text[])) AS u(guid, def) ON l.process_guid = u.guid
+    WHERE l.active_definition_id = u.def AND l.healthy_definition_id IS DISTINCT FROM u.def
+    ORDER BY l.process_guid
+    FOR UPDATE OF l)
+UPDATE desired_lrps l SET healthy_definition_id = due.def, updated_at = now()
+FROM due WHERE l.process_guid = due.process_guid`,
 		pq.StringArray(guids), pq.StringArray(defs))
 	return err
 }

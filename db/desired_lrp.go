@@ -17,9 +17,9 @@ type desiredRow struct {
 	ProcessGUID          string         `db:"process_guid"`
 	Domain               string         `db:"domain"`
 	Instances            int32          `db:"instances"`
-	Routes               []byte         `db:"routes"`
+	Routes               jsonText       `db:"routes"`
 	Annotation           string         `db:"annotation"`
-	MetricTags           []byte         `db:"metric_tags"`
+	MetricTags           jsonText       `db:"metric_tags"`
 	ActiveDefinitionID   string         `db:"active_definition_id"`
 	HealthyDefinitionID  sql.NullString `db:"healthy_definition_id"`
 	PreviousDefinitionID sql.NullString `db:"previous_definition_id"`

@@ -89,11 +89,18 @@ func (s *Store) CellLoads(ctx context.Context, guids []string) ([]CellLoad, erro
 		pos[c.CellID] = i
 		out[i].Cell = c
 	}
+	// The sums and the instances listed one by one come from one snapshot, so that an
+	// instance changing between the two reads is neither counted twice nor lost.
+	tx, err := s.db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return nil, mapError(err)
+	}
+	defer tx.Rollback()
 	var totals []struct {
 		CellID string `db:"cell_id"`
 		CellUsage
 	}
-	err = s.db.SelectContext(ctx, &totals, `SELECT a.cell_id, coalesce(sum(d.memory_mb), 0) AS memorymb,
+	err = tx.SelectContext(ctx, &totals, `SELECT a.cell_id, coalesce(sum(d.memory_mb), 0) AS memorymb,
     coalesce(sum(d.disk_mb), 0) AS diskmb, count(*) AS containers, count(*) FILTER (WHERE a.state = 'CLAIMED') AS starting
 FROM actual_lrps a
 LEFT JOIN lrp_definitions d ON d.process_guid = a.process_guid AND d.definition_id = a.definition_id
@@ -110,7 +117,7 @@ GROUP BY a.cell_id`)
 	if len(guids) == 0 {
 		return out, nil
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT a.cell_id, a.process_guid, coalesce(d.memory_mb, 0), coalesce(d.disk_mb, 0),
+	rows, err := tx.QueryContext(ctx, `SELECT a.cell_id, a.process_guid, coalesce(d.memory_mb, 0), coalesce(d.disk_mb, 0),
     a.state = 'CLAIMED'
 FROM actual_lrps a
 LEFT JOIN lrp_definitions d ON d.process_guid = a.process_guid AND d.definition_id = a.definition_id
