@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -57,9 +58,22 @@ func run(args []string, out io.Writer) (code int) {
 		}
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() { <-ctx.Done(); stop() }() // a second Ctrl-C stops the demo at once
+	// The first Ctrl-C winds the demo down (its clean-up runs); a second one stops it at once,
+	// and with it the bbs dev it started, which runs in a process group of its own.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var started atomic.Pointer[devSystem]
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		cancel()
+		<-sigs
+		if sys := started.Load(); sys != nil {
+			syscall.Kill(-sys.cmd.Process.Pid, syscall.SIGINT)
+		}
+		os.Exit(130)
+	}()
 
 	began := time.Now()
 	logf := func(format string, args ...any) {
@@ -74,6 +88,7 @@ func run(args []string, out io.Writer) (code int) {
 	sys, err := ensureSystem(ctx, api, *start, startConfig{bbsBin: *bbsBin, temporalBin: *temporalBin, dataDir: *dataDir,
 		apiURL: *apiURL, routerURL: *routerURL, statsURL: *statsURL}, logf)
 	if sys != nil {
+		started.Store(sys)
 		defer func() {
 			logf("stopping the bbs dev this demo started (SIGINT)")
 			if err := sys.stop(); err != nil {
