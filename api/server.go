@@ -169,14 +169,8 @@ func decodeAndValidate[Req any](body []byte) (*Req, error) {
 // writes the response or the error.
 func handle[Req, Resp any](s *Server, fn func(ctx context.Context, req *Req) (Resp, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := readBody(w, r)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		req, err := decodeAndValidate[Req](body)
-		if err != nil {
-			s.writeError(w, r, err)
+		req, ok := readRequest[Req](s, w, r)
+		if !ok {
 			return
 		}
 		resp, err := fn(r.Context(), req)
@@ -186,6 +180,22 @@ func handle[Req, Resp any](s *Server, fn func(ctx context.Context, req *Req) (Re
 		}
 		writeJSON(w, http.StatusOK, resp)
 	}
+}
+
+// readRequest reads, decodes and validates a route's request; on failure it has answered
+// with the error.
+func readRequest[Req any](s *Server, w http.ResponseWriter, r *http.Request) (*Req, bool) {
+	body, err := readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return nil, false
+	}
+	req, err := decodeAndValidate[Req](body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return nil, false
+	}
+	return req, true
 }
 
 // listWriteTimeout is how long a streamed list waits for its client to take the next 1,024
@@ -203,14 +213,8 @@ type jsonAppender interface{ AppendJSON(b []byte) []byte }
 // cut list for a whole one.
 func handleList[Req, Item any](s *Server, field string, each func(ctx context.Context, req *Req, yield func(*Item) error) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := readBody(w, r)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		req, err := decodeAndValidate[Req](body)
-		if err != nil {
-			s.writeError(w, r, err)
+		req, ok := readRequest[Req](s, w, r)
+		if !ok {
 			return
 		}
 		// The rows stay open while the client reads: one that stops reading must not hold a
@@ -227,7 +231,7 @@ func handleList[Req, Item any](s *Server, field string, each func(ctx context.Co
 			w.WriteHeader(http.StatusOK)
 			bw.WriteString(`{"` + field + `":[`)
 		}
-		err = each(r.Context(), req, func(item *Item) error {
+		err := each(r.Context(), req, func(item *Item) error {
 			if n == 0 {
 				begin()
 			} else {

@@ -234,6 +234,50 @@ func (c *Client) RemoveDesiredLRP(ctx context.Context, guid string) error {
 	return c.post(ctx, "/v1/desired_lrp/remove", map[string]string{"process_guid": guid}, nil)
 }
 
+// DesiredLRPByProcessGUID reads an LRP; ResourceNotFound when there is none.
+func (c *Client) DesiredLRPByProcessGUID(ctx context.Context, guid string) (*model.DesiredLRP, error) {
+	var resp struct {
+		DesiredLRP *model.DesiredLRP `json:"desired_lrp"`
+	}
+	err := c.post(ctx, "/v1/desired_lrps/get_by_process_guid", map[string]string{"process_guid": guid}, &resp)
+	return resp.DesiredLRP, err
+}
+
+// CancelUpdate rolls an LRP's updated instances back to the previous definition;
+// NoUpdateInProgress when nothing is rolling out.
+func (c *Client) CancelUpdate(ctx context.Context, guid string) error {
+	return c.post(ctx, "/v1/desired_lrp/cancel_update", map[string]string{"process_guid": guid}, nil)
+}
+
+// Rollback rolls an LRP to a stored earlier definition.
+func (c *Client) Rollback(ctx context.Context, guid, definitionID string) error {
+	return c.post(ctx, "/v1/desired_lrp/rollback", map[string]string{"process_guid": guid, "definition_id": definitionID}, nil)
+}
+
+// Rollout reads an LRP's active rollout, else its latest.
+func (c *Client) Rollout(ctx context.Context, guid string) (*model.Rollout, error) {
+	var resp struct {
+		Rollout *model.Rollout `json:"rollout"`
+	}
+	if err := c.post(ctx, "/v1/rollouts/get", map[string]string{"process_guid": guid}, &resp); err != nil {
+		return nil, err
+	}
+	if resp.Rollout == nil {
+		return nil, fmt.Errorf("POST /v1/rollouts/get: no rollout in the answer")
+	}
+	return resp.Rollout, nil
+}
+
+// Ping reports whether the API is available (its schema migrated). An error the API
+// answered is a *model.Error; any other error means it could not be reached.
+func (c *Client) Ping(ctx context.Context) (bool, error) {
+	var resp struct {
+		Available bool `json:"available"`
+	}
+	err := c.post(ctx, "/v1/ping", nil, &resp)
+	return resp.Available, err
+}
+
 // UpsertDomain marks a domain fresh for ttl (0: forever).
 func (c *Client) UpsertDomain(ctx context.Context, domain string, ttl time.Duration) error {
 	return c.post(ctx, "/v1/domains/upsert", map[string]any{"domain": domain, "ttl": int64(ttl / time.Second)}, nil)

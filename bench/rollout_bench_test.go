@@ -38,9 +38,11 @@ func nextDefinition(id string) *model.LRPDefinition {
 	return &d
 }
 
+// waitRunning waits for want RUNNING instances, logging progress every 15 s.
 func waitRunning(b *testing.B, c *testcluster.Cluster, want int, within time.Duration) {
 	b.Helper()
-	deadline := time.Now().Add(within)
+	start := time.Now()
+	last := start
 	for {
 		var n int
 		if err := c.Store.DB().GetContext(ctx, &n, `SELECT count(*) FROM actual_lrps WHERE state = 'RUNNING'`); err != nil {
@@ -49,8 +51,12 @@ func waitRunning(b *testing.B, c *testcluster.Cluster, want int, within time.Dur
 		if n == want {
 			return
 		}
-		if time.Now().After(deadline) {
+		if time.Since(start) > within {
 			b.Fatalf("%d of %d instances RUNNING after %s", n, want, within)
+		}
+		if time.Since(last) > 15*time.Second {
+			last = time.Now()
+			b.Logf("  %s: %d of %d RUNNING", time.Since(start).Round(time.Second), n, want)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -52,7 +52,7 @@ func BenchmarkScale(b *testing.B) {
 		start := time.Now()
 		desireAll(b, c, lrps, perLRP)
 		desired := time.Since(start)
-		waitRunningProgress(b, c, total, 60*time.Minute)
+		waitRunning(b, c, total, 60*time.Minute)
 		placed := time.Since(start)
 		b.Logf("place and run %d instances of %d LRPs on %d cells: desired in %s, all RUNNING after %s (%.0f instances/s)",
 			total, lrps, cells, desired.Round(time.Millisecond), placed.Round(time.Millisecond), float64(total)/placed.Seconds())
@@ -93,7 +93,7 @@ func BenchmarkScale(b *testing.B) {
 		if recreated != missing {
 			b.Fatalf("convergence created %d instances, want %d", recreated, missing)
 		}
-		waitRunningProgress(b, c, total, 10*time.Minute)
+		waitRunning(b, c, total, 10*time.Minute)
 		b.Logf("all %d RUNNING again %s after the pass", total, (time.Since(t0) - pass).Round(time.Millisecond))
 		b.ReportMetric(pass.Seconds(), "s-converge-1pct")
 
@@ -157,30 +157,6 @@ func desireAll(b *testing.B, c *testcluster.Cluster, lrps, perLRP int) {
 	wg.Wait()
 	if b.Failed() {
 		b.FailNow()
-	}
-}
-
-// waitRunningProgress waits for want RUNNING instances, logging progress every 15 s.
-func waitRunningProgress(b *testing.B, c *testcluster.Cluster, want int, within time.Duration) {
-	b.Helper()
-	start := time.Now()
-	last := start
-	for {
-		var n int
-		if err := c.Store.DB().GetContext(ctx, &n, `SELECT count(*) FROM actual_lrps WHERE state = 'RUNNING'`); err != nil {
-			b.Fatal(err)
-		}
-		if n == want {
-			return
-		}
-		if time.Since(start) > within {
-			b.Fatalf("%d of %d instances RUNNING after %s", n, want, within)
-		}
-		if time.Since(last) > 15*time.Second {
-			last = time.Now()
-			b.Logf("  %s: %d of %d RUNNING", time.Since(start).Round(time.Second), n, want)
-		}
-		time.Sleep(250 * time.Millisecond)
 	}
 }
 

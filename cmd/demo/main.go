@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/updatable-lrps/bbs/bbsclient"
 	"io"
 	"net/http"
 	"os"
@@ -84,7 +85,7 @@ func run(args []string, out io.Writer) (code int) {
 		return 1
 	}
 
-	api := newAPIClient(*apiURL)
+	api := bbsclient.New(*apiURL, nil)
 	sys, err := ensureSystem(ctx, api, *start, startConfig{bbsBin: *bbsBin, temporalBin: *temporalBin, dataDir: *dataDir,
 		apiURL: *apiURL, routerURL: *routerURL, statsURL: *statsURL}, logf)
 	if sys != nil {
@@ -170,15 +171,15 @@ func (d *demo) cleanUp() error {
 
 // ensureSystem uses the system whose API answers at api, or starts `bbs dev` (when allowed)
 // and returns it for the caller to stop.
-func ensureSystem(ctx context.Context, api *apiClient, start bool, cfg startConfig, logf func(string, ...any)) (*devSystem, error) {
+func ensureSystem(ctx context.Context, api *bbsclient.Client, start bool, cfg startConfig, logf func(string, ...any)) (*devSystem, error) {
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	_, err := api.available(pingCtx)
+	_, err := available(pingCtx, api)
 	cancel()
 	if err != nil {
 		if !start {
-			return nil, fmt.Errorf("the API at %s does not answer (%v); start it with `make run`, or drop --start=false", api.base, err)
+			return nil, fmt.Errorf("the API at %s does not answer (%v); start it with `make run`, or drop --start=false", cfg.apiURL, err)
 		}
-		logf("the API at %s does not answer: starting the system", api.base)
+		logf("the API at %s does not answer: starting the system", cfg.apiURL)
 		sys, err := startDev(ctx, cfg, api, logf)
 		if err != nil {
 			return nil, err
@@ -186,10 +187,10 @@ func ensureSystem(ctx context.Context, api *apiClient, start bool, cfg startConf
 		logf("the system is up")
 		return sys, checkRouter(ctx, cfg.statsURL)
 	}
-	logf("the API at %s answers: using the running system", api.base)
+	logf("the API at %s answers: using the running system", cfg.apiURL)
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if ok, _ := api.available(ctx); ok {
+		if ok, _ := available(ctx, api); ok {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -8,12 +8,14 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/updatable-lrps/bbs/bbsclient"
 	"github.com/updatable-lrps/bbs/model"
+	"github.com/updatable-lrps/bbs/router"
 )
 
 // demo walks one LRP through the phases while load runs, and keeps the figures per phase.
 type demo struct {
-	api       *apiClient
+	api       *bbsclient.Client
 	statsURL  string
 	stats     *http.Client
 	guid      string
@@ -27,7 +29,7 @@ type demo struct {
 	rec       *recorder
 	out       io.Writer
 	began     time.Time
-	lastStats *routerStats // at the start of the current phase
+	lastStats *router.Stats // at the start of the current phase
 }
 
 const appPort = 8080
@@ -73,13 +75,13 @@ func (d *demo) removeLeftover(ctx context.Context) error {
 
 // removeIfExists removes the demo LRP if it exists, and waits for its instances to be gone.
 func (d *demo) removeIfExists(ctx context.Context, why string) error {
-	found, err := d.api.exists(ctx, d.guid)
+	found, err := exists(ctx, d.api, d.guid)
 	if err != nil {
 		return err
 	}
 	if found {
 		d.logf("removing %s %s", d.guid, why)
-		if err := d.api.remove(ctx, d.guid); err != nil && !model.IsType(err, model.ErrResourceNotFound) {
+		if err := d.api.RemoveDesiredLRP(ctx, d.guid); err != nil && !model.IsType(err, model.ErrResourceNotFound) {
 			return err
 		}
 	}
@@ -88,7 +90,7 @@ func (d *demo) removeIfExists(ctx context.Context, why string) error {
 
 func (d *demo) waitGone(ctx context.Context) error {
 	return d.waitFor(ctx, "the demo LRP's instances to be gone", func() (bool, error) {
-		l, err := d.api.instances(ctx, d.guid)
+		l, err := instances(ctx, d.api, d.guid)
 		return len(l) == 0, err
 	})
 }
@@ -96,11 +98,11 @@ func (d *demo) waitGone(ctx context.Context) error {
 // deploy desires the LRP at v1 and waits until every instance runs and the router serves it.
 // The load starts only then: the baseline phase is the steady state.
 func (d *demo) deploy(ctx context.Context) error {
-	if err := d.api.upsertDomain(ctx, d.domain); err != nil {
+	if err := d.api.UpsertDomain(ctx, d.domain, 0); err != nil {
 		return err
 	}
 	d.logf("desiring %s: %d × %s (definition v1), route %s", d.guid, d.instances, d.appBin, d.host)
-	if err := d.api.desire(ctx, d.desiredLRP("v1")); err != nil {
+	if err := d.api.DesireLRP(ctx, d.desiredLRP("v1")); err != nil {
 		return err
 	}
 	return d.waitServed(ctx, "v1")
@@ -116,7 +118,7 @@ func (d *demo) steadyPhase(ctx context.Context) error {
 func (d *demo) rollingUpdate(ctx context.Context, from, to string) error {
 	d.begin(ctx, fmt.Sprintf("rolling update %s→%s", from, to), true)
 	d.logf("POST /v1/desired_lrp/update: definition %s", to)
-	if err := d.api.updateDefinition(ctx, d.guid, d.definition(to)); err != nil {
+	if err := d.api.UpdateDesiredLRP(ctx, d.guid, &model.DesiredLRPUpdate{Definition: d.definition(to)}); err != nil {
 		return err
 	}
 	if err := d.waitRollout(ctx, model.RolloutKindUpdate, to, model.RolloutCompleted); err != nil {
@@ -134,12 +136,12 @@ func (d *demo) canceledUpdate(ctx context.Context, from, to string) error {
 	half := int32((d.instances + 1) / 2)
 	d.begin(ctx, fmt.Sprintf("update %s→%s, canceled halfway", from, to), true)
 	d.logf("POST /v1/desired_lrp/update: definition %s (to be canceled at %d/%d)", to, half, d.instances)
-	if err := d.api.updateDefinition(ctx, d.guid, d.definition(to)); err != nil {
+	if err := d.api.UpdateDesiredLRP(ctx, d.guid, &model.DesiredLRPUpdate{Definition: d.definition(to)}); err != nil {
 		return err
 	}
 	var at int32
 	err := d.waitFor(ctx, fmt.Sprintf("%d instances on %s", half, to), func() (bool, error) {
-		r, err := d.api.rollout(ctx, d.guid)
+		r, err := d.api.Rollout(ctx, d.guid)
 		if err != nil {
 			return false, err
 		}
@@ -156,7 +158,7 @@ func (d *demo) canceledUpdate(ctx context.Context, from, to string) error {
 		return err
 	}
 	d.logf("POST /v1/desired_lrp/cancel_update with %d/%d instances on %s", at, d.instances, to)
-	if err := d.api.cancelUpdate(ctx, d.guid); err != nil {
+	if err := d.api.CancelUpdate(ctx, d.guid); err != nil {
 		return err
 	}
 	d.rec.rename(fmt.Sprintf("update %s→%s, canceled at %d/%d", from, to, at, d.instances))
@@ -173,7 +175,7 @@ func (d *demo) canceledUpdate(ctx context.Context, from, to string) error {
 func (d *demo) rollback(ctx context.Context, to string) error {
 	d.begin(ctx, "rollback to "+to, true)
 	d.logf("POST /v1/desired_lrp/rollback: definition %s", to)
-	if err := d.api.rollback(ctx, d.guid, to); err != nil {
+	if err := d.api.Rollback(ctx, d.guid, to); err != nil {
 		return err
 	}
 	if err := d.waitRollout(ctx, model.RolloutKindRollback, to, model.RolloutCompleted); err != nil {
@@ -190,13 +192,13 @@ func (d *demo) rollback(ctx context.Context, to string) error {
 func (d *demo) deleteAndDesire(ctx context.Context, to string) error {
 	d.begin(ctx, fmt.Sprintf("delete + desire %s (stock BBS)", to), false)
 	d.logf("POST /v1/desired_lrp/remove, then /v1/desired_lrp/desire with definition %s", to)
-	if err := d.api.remove(ctx, d.guid); err != nil {
+	if err := d.api.RemoveDesiredLRP(ctx, d.guid); err != nil {
 		return err
 	}
-	if err := d.api.desire(ctx, d.desiredLRP(to)); err != nil {
+	if err := d.api.DesireLRP(ctx, d.desiredLRP(to)); err != nil {
 		return err
 	}
-	if l, err := d.api.instances(ctx, d.guid); err == nil {
+	if l, err := instances(ctx, d.api, d.guid); err == nil {
 		created := 0
 		for _, a := range l {
 			if a.DefinitionID == to {
@@ -240,7 +242,7 @@ func (d *demo) countRetries(ctx context.Context) {
 func (d *demo) waitRollout(ctx context.Context, kind, to, state string) error {
 	last := int32(-1)
 	return d.waitFor(ctx, fmt.Sprintf("the %s rollout to %s to be %s", kind, to, state), func() (bool, error) {
-		r, err := d.api.rollout(ctx, d.guid)
+		r, err := d.api.Rollout(ctx, d.guid)
 		if err != nil {
 			return false, err
 		}
@@ -265,7 +267,7 @@ func (d *demo) waitRollout(ctx context.Context, kind, to, state string) error {
 // and the router routes the host to that many endpoints.
 func (d *demo) waitServed(ctx context.Context, def string) error {
 	err := d.waitFor(ctx, fmt.Sprintf("%d instances RUNNING %s and routed", d.instances, def), func() (bool, error) {
-		l, err := d.api.instances(ctx, d.guid)
+		l, err := instances(ctx, d.api, d.guid)
 		if err != nil {
 			return false, err
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/updatable-lrps/bbs/bbsclient"
 	"net"
 	"net/url"
 	"os"
@@ -40,7 +41,7 @@ const banner = "BBS dev stack is up"
 // dataDir/dev.log, listening where the demo's flags say, and waits until it is up. It runs
 // in its own process group: a Ctrl-C in the terminal reaches the demo, which removes its LRP
 // before it stops the system.
-func startDev(ctx context.Context, cfg startConfig, api *apiClient, out func(string, ...any)) (*devSystem, error) {
+func startDev(ctx context.Context, cfg startConfig, api *bbsclient.Client, out func(string, ...any)) (*devSystem, error) {
 	for what, path := range map[string]string{"bbs (make build)": cfg.bbsBin, "the temporal CLI": cfg.temporalBin} {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("%s not found at %s: %w", what, path, err)
@@ -89,7 +90,7 @@ func startDev(ctx context.Context, cfg startConfig, api *apiClient, out func(str
 		}
 		logged, _ := os.ReadFile(s.logPath)
 		if bytes.Contains(logged, []byte(banner)) {
-			if ok, _ := api.available(ctx); ok {
+			if ok, _ := available(ctx, api); ok {
 				return s, nil
 			}
 		}
