@@ -49,7 +49,9 @@ func (c *Client) post(ctx context.Context, path string, req, resp any) error {
 	r.Header.Set("Content-Type", "application/json")
 	res, err := c.http.Do(r)
 	if err != nil {
-		return &model.Error{Type: model.ErrUnavailable, Message: err.Error()}
+		// Unavailable for callers that look at the type; the transport error (a *url.Error)
+		// stays the cause, for callers that must tell "no answer" from the API's own 503.
+		return fmt.Errorf("%w: %w", &model.Error{Type: model.ErrUnavailable, Message: "POST " + path + ": no answer"}, err)
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, 256<<20))

@@ -6,21 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/updatable-lrps/bbs/bbsclient"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/router"
 )
 
-// available reports whether the API answers /v1/ping with available: true. A transport
-// error (nothing listening) is returned as such; an error the API answered is not.
+// available reports whether the API answers /v1/ping with available: true. No answer at
+// all (nothing listening) is returned as an error; an error the API answered is not.
 func available(ctx context.Context, api *bbsclient.Client) (bool, error) {
 	ok, err := api.Ping(ctx)
-	var answered *model.Error
-	if errors.As(err, &answered) {
-		return false, nil
+	var noAnswer *url.Error
+	if errors.As(err, &noAnswer) {
+		return false, err
 	}
-	return ok, err
+	return ok && err == nil, nil
 }
 
 // exists reports whether the LRP guid is desired.

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/updatable-lrps/bbs/bbsclient"
 )
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
@@ -136,5 +139,32 @@ func TestRequestClassifiesAnswers(t *testing.T) {
 	srv.Close()
 	if r := request(c, srv.URL, "up.test"); !strings.HasPrefix(r.failure, "transport: ") {
 		t.Errorf("closed router = %+v", r)
+	}
+}
+
+// TestAvailableTellsNoAnswerFromUnavailable: nothing listening is an error (the demo then
+// starts the system); an API that answers 503 is up but not available yet.
+func TestAvailableTellsNoAnswerFromUnavailable(t *testing.T) {
+	ctx := context.Background()
+	unavailable := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"error": {"type": "Unavailable", "message": "migrating"}}`))
+	}))
+	defer unavailable.Close()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"available": true}`))
+	}))
+	defer up.Close()
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+
+	if ok, err := available(ctx, bbsclient.New(gone.URL, nil)); ok || err == nil {
+		t.Errorf("nothing listening: available = %v, %v; want an error", ok, err)
+	}
+	if ok, err := available(ctx, bbsclient.New(unavailable.URL, nil)); ok || err != nil {
+		t.Errorf("503: available = %v, %v; want false, nil", ok, err)
+	}
+	if ok, err := available(ctx, bbsclient.New(up.URL, nil)); !ok || err != nil {
+		t.Errorf("up: available = %v, %v; want true, nil", ok, err)
 	}
 }
