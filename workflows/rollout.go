@@ -25,6 +25,7 @@ const (
 	SignalSupersede = "supersede"
 	// SignalRollback carries a RollbackSignal: roll to a stored definition instead (an
 	// operator's `temporal workflow signal --name rollback --input '{"definition_id": "v1"}'`).
+	// Without a definition id it undoes this rollout, as SignalCancel does.
 	SignalRollback = "rollback"
 	// QueryProgress returns a RolloutProgress.
 	QueryProgress = "progress"

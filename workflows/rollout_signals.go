@@ -42,7 +42,13 @@ func (r *rollout) addSignals(sel workflow.Selector, changed *bool) {
 // rollout (an activity, which a signal handler may not run) and switches the walk to it.
 func (r *rollout) onRollback(sig RollbackSignal) bool {
 	if sig.DefinitionID == "" {
-		return false
+		// Without a definition (`--name rollback` and no input) an operator asks to undo
+		// this rollout: the walk back of a cancel. Runs started before this was understood
+		// ignored such a signal, and replay keeps them so.
+		if workflow.GetVersion(r.ctx, "rollback-without-definition", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			return false
+		}
+		return r.onCancel()
 	}
 	r.st.PendingRollback = sig.DefinitionID
 	// Where the forward walk must resume should the rollback be refused: the lowest index
@@ -109,7 +115,9 @@ func (r *rollout) drainSignals(finished bool) bool {
 		var rb RollbackSignal
 		if r.rollbackCh.ReceiveAsync(&rb) {
 			got = true
-			r.onRollback(rb)
+			if !finished || rb.DefinitionID != "" { // without a definition it is a cancel
+				r.onRollback(rb)
+			}
 		}
 		if !got {
 			return r.interrupted

@@ -423,6 +423,20 @@ func TestRolloutRollbackSignal(t *testing.T) {
 	}
 }
 
+// A rollback signal without a definition (`--name rollback`, no input) undoes the rollout
+// as a cancel does.
+func TestRolloutRollbackWithoutDefinitionCancels(t *testing.T) {
+	w := newWorld(t, 4)
+	w.onAwait(awaitOf("def2", 2), time.Hour)
+	w.onAwait(notAwaitOf("def2", 2), 0)
+	w.signal(30*time.Minute, workflows.SignalRollback, nil)
+	out := w.run(input())
+	assertWalk(t, w, forward("def2", 0, 1), []string{"desire def2 2", "await def2 2", "retire def2 2"}, forward("def1", 1, 0))
+	if out.State != model.RolloutCanceled || !w.has("begin-cancel r1") || !w.has("finish r1 canceled") {
+		t.Fatalf("output %+v, calls %q", out, w.calls)
+	}
+}
+
 // A cancel after a supersede walks back every index that does not run the from definition,
 // including one only the superseded target reached.
 func TestRolloutCancelAfterSupersedeWalksBackBothTargets(t *testing.T) {
