@@ -44,12 +44,25 @@ func (m *metrics) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		aborted := true // until the handler returns: a streamed list cut short panics out
+		defer func() {
+			route := "unmatched"
+			if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+				route = rc.RoutePattern()
+			}
+			m.requests.WithLabelValues(route, statusLabel(ww.Status(), aborted)).Inc()
+			m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		}()
 		next.ServeHTTP(ww, r)
-		route := "unmatched"
-		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
-			route = rc.RoutePattern()
-		}
-		m.requests.WithLabelValues(route, strconv.Itoa(ww.Status())).Inc()
-		m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		aborted = false
 	})
+}
+
+// statusLabel is a response's status for metrics and logs; "aborted" for a response cut
+// short after it began (its status line said 200).
+func statusLabel(status int, aborted bool) string {
+	if aborted {
+		return "aborted"
+	}
+	return strconv.Itoa(status)
 }

@@ -303,10 +303,14 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		aborted := true
+		defer func() {
+			s.log.Debug("request", zap.String("method", r.Method), zap.String("path", r.URL.Path),
+				zap.String("status", statusLabel(ww.Status(), aborted)), zap.Duration("took", time.Since(start)),
+				zap.String("request_id", middleware.GetReqID(r.Context())))
+		}()
 		next.ServeHTTP(ww, r)
-		s.log.Debug("request", zap.String("method", r.Method), zap.String("path", r.URL.Path),
-			zap.Int("status", ww.Status()), zap.Duration("took", time.Since(start)),
-			zap.String("request_id", middleware.GetReqID(r.Context())))
+		aborted = false
 	})
 }
 
