@@ -64,10 +64,6 @@ func validateIndex(i *int32) error {
 	return nil
 }
 
-type actualLRPsResponse struct {
-	ActualLRPs []model.ActualLRP `json:"actual_lrps"`
-}
-
 type actualLRPGroupsResponse struct {
 	Groups []model.ActualLRPGroup `json:"actual_lrp_groups"`
 }
