@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"github.com/updatable-lrps/bbs/internal/dbtest"
+	"github.com/updatable-lrps/bbs/internal/temporaltest"
 	"github.com/updatable-lrps/bbs/internal/testcluster"
 	"github.com/updatable-lrps/bbs/model"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) { dbtest.Main(m, temporaltest.StopShared) }
 
 var ctx = context.Background()
 
@@ -114,7 +115,7 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // and every index's time — desire the new instance, place it, the cell claims and starts it,
 // the wait sees it RUNNING, retire the old one — is read from the store's events.
 func BenchmarkRolloutStep50(b *testing.B) {
-	c := testcluster.New(b, testcluster.Options{Cells: 10, Zones: 2, Temporal: true,
+	c := testcluster.New(b, testcluster.Options{Cells: 10, Zones: 2, TemporalClient: temporaltest.New(b),
 		Capacity: model.CellCapacity{MemoryMB: 8192, DiskMB: 8192, Containers: 100}})
 	var all []time.Duration
 	for i := 0; i < b.N; i++ {
@@ -145,7 +146,7 @@ func BenchmarkRolloutStep50(b *testing.B) {
 // retiring.
 func BenchmarkThousandRollouts(b *testing.B) {
 	const lrps, perLRP = 1000, 4
-	c := testcluster.New(b, testcluster.Options{Cells: 40, Zones: 2, Temporal: true,
+	c := testcluster.New(b, testcluster.Options{Cells: 40, Zones: 2, TemporalClient: temporaltest.New(b),
 		Capacity: model.CellCapacity{MemoryMB: 16384, DiskMB: 16384, Containers: 250}})
 	for i := 0; i < b.N; i++ {
 		prefix := fmt.Sprintf("r%d-", i)

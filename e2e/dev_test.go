@@ -6,11 +6,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/updatable-lrps/bbs/internal/temporaltest"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/taskqueue/v1"
@@ -18,22 +19,9 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 )
 
-// temporalBin finds the temporal CLI as `make run` does; `make test` always provides it.
-func temporalBin(t *testing.T) string {
-	if p := os.Getenv("TEMPORAL_BIN"); p != "" {
-		return p
-	}
-	if p, err := filepath.Abs("../bin/temporal"); err == nil {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("temporal"); err == nil {
-		return p
-	}
-	t.Skip("no temporal CLI (TEMPORAL_BIN, bin/temporal or PATH); `make test` builds it")
-	return ""
-}
+// temporalBin is the temporal CLI `make run` would use; without one the test fails (skips in
+// -short mode).
+func temporalBin(t *testing.T) string { return temporaltest.Bin(t) }
 
 // TestDevModeRunsTheWholeSystem is `make run` as a new user meets it: one command brings up a
 // private PostgreSQL, the Temporal dev server with its UI, the API and the worker; Ctrl-C stops

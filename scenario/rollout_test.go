@@ -29,10 +29,8 @@ import (
 	"go.temporal.io/sdk/converter"
 )
 
-// TestRollout runs the rollout scenarios as parallel subtests sharing one Temporal dev server,
-// which its cleanup stops once they are all done.
+// TestRollout runs the rollout scenarios as parallel subtests on the shared Temporal dev server.
 func TestRollout(t *testing.T) {
-	t.Cleanup(testcluster.StopSharedTemporal)
 	for _, sc := range []struct {
 		name string
 		fn   func(*testing.T)
@@ -695,11 +693,8 @@ func newRolloutCluster(t *testing.T, o rolloutOptions) *rolloutCluster {
 	ch := newChaos()
 	opts := testcluster.Options{
 		Cells: o.cells, Zones: 2, Capacity: roomy,
-		Backend:        ch.backend,
-		Temporal:       true,
-		TemporalClient: testcluster.SharedTemporal(t),
-		TaskQueue:      testcluster.TaskQueueFor(t),
-		IndexDeadline:  o.indexDeadline,
+		Backend:       ch.backend,
+		IndexDeadline: o.indexDeadline,
 	}
 	if opts.Cells == 0 {
 		opts.Cells = 3

@@ -1,9 +1,10 @@
-// Package worker wires the workflows and activities to a Temporal worker.
+// Package worker is the BBS's Temporal worker: which workflows and activities it runs (the one
+// place they are registered), on which task queue, and the cell watch that makes convergence
+// run at once when a cell vanishes. internal/system assembles it into the worker process.
 package worker
 
 import (
 	"github.com/updatable-lrps/bbs/activities"
-	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/workflows"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -13,9 +14,14 @@ import (
 // TaskQueue is the task queue of every BBS workflow and activity.
 const TaskQueue = "bbs"
 
-// Deps are what the activities need.
+// Deps are what the activities need. Each store is the narrow interface its activities
+// declare, so that tests can run the real workflows over a store of their own; *db.Store
+// satisfies all of them.
 type Deps struct {
-	Store   *db.Store
+	ConvergeStore activities.ConvergeStore
+	ResumeStore   activities.ResumeStore
+	RolloutStore  activities.RolloutStore
+	// Stopper asks cells to stop instances; nil only logs what would be stopped.
 	Stopper activities.Stopper
 	// Rollouts starts rollout workflows (convergence resumes any without one).
 	Rollouts activities.RolloutStarter
@@ -24,18 +30,42 @@ type Deps struct {
 	Log    *zap.Logger
 }
 
-// New builds the worker that runs the BBS workflows and activities on TaskQueue.
-func New(c client.Client, d Deps) sdkworker.Worker {
-	w := sdkworker.New(c, TaskQueue, sdkworker.Options{
+// WorkflowRegistry is where workflows are registered: a worker, or a replayer of recorded
+// histories.
+type WorkflowRegistry interface {
+	RegisterWorkflow(w any)
+}
+
+// RegisterWorkflows registers every BBS workflow with r.
+func RegisterWorkflows(r WorkflowRegistry) {
+	r.RegisterWorkflow(workflows.ConvergeWorkflow)
+	r.RegisterWorkflow(workflows.RolloutWorkflow)
+}
+
+// Register registers every BBS workflow and activity with r.
+func Register(r sdkworker.Registry, d Deps) {
+	log := d.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	RegisterWorkflows(r)
+	r.RegisterActivity(&activities.Converger{Store: d.ConvergeStore, Stopper: d.Stopper, Log: log.Named("converger")})
+	r.RegisterActivity(&activities.Resumer{Store: d.ResumeStore, Starter: d.Rollouts, Log: log.Named("resumer")})
+	r.RegisterActivity(&activities.Rollouts{Store: d.RolloutStore, Stopper: d.Stopper, Waiter: d.Waiter, Log: log.Named("rollouts")})
+}
+
+// New builds the worker that runs the BBS workflows and activities on queue ("" means
+// TaskQueue; tests sharing one Temporal server use queues of their own).
+func New(c client.Client, queue string, d Deps) sdkworker.Worker {
+	if queue == "" {
+		queue = TaskQueue
+	}
+	w := sdkworker.New(c, queue, sdkworker.Options{
 		// Every rollout holds one AwaitRunning activity (waiting on a notification, not a
 		// thread) for as long as its current index starts: 1,000 simultaneous rollouts need
 		// more slots than the default.
 		MaxConcurrentActivityExecutionSize: 10000,
 	})
-	w.RegisterWorkflow(workflows.ConvergeWorkflow)
-	w.RegisterWorkflow(workflows.RolloutWorkflow)
-	w.RegisterActivity(&activities.Converger{Store: d.Store, Stopper: d.Stopper, Log: d.Log.Named("converger")})
-	w.RegisterActivity(&activities.Resumer{Store: d.Store, Starter: d.Rollouts, Log: d.Log.Named("resumer")})
-	w.RegisterActivity(&activities.Rollouts{Store: d.Store, Stopper: d.Stopper, Waiter: d.Waiter, Log: d.Log.Named("rollouts")})
+	Register(w, d)
 	return w
 }

@@ -23,7 +23,28 @@ const (
 	ConvergeWorkflowID = "converge"
 	// DefaultConvergenceInterval is BBS's convergence interval (ARCHITECTURE.md).
 	DefaultConvergenceInterval = 30 * time.Second
+	// defaultTaskQueue is the production task queue (worker.TaskQueue), whose schedule keeps
+	// the plain ids above.
+	defaultTaskQueue = "bbs"
 )
+
+// ConvergenceScheduleIDFor is the id of the convergence Schedule whose runs go to taskQueue:
+// ConvergenceScheduleID for the production queue, one of its own for any other (test
+// clusters sharing a Temporal server each converge their own store).
+func ConvergenceScheduleIDFor(taskQueue string) string {
+	if taskQueue == defaultTaskQueue || taskQueue == "" {
+		return ConvergenceScheduleID
+	}
+	return ConvergenceScheduleID + "-" + taskQueue
+}
+
+// convergeWorkflowIDFor is the id of the runs of taskQueue's schedule.
+func convergeWorkflowIDFor(taskQueue string) string {
+	if taskQueue == defaultTaskQueue || taskQueue == "" {
+		return ConvergeWorkflowID
+	}
+	return ConvergeWorkflowID + "-" + taskQueue
+}
 
 // ConvergeWorkflowInput tunes the pass; zero values mean the store's defaults.
 type ConvergeWorkflowInput struct {
@@ -71,15 +92,16 @@ func ConvergeWorkflow(ctx workflow.Context, in ConvergeWorkflowInput) (ConvergeW
 	return out, err
 }
 
-// EnsureConvergenceSchedule creates the convergence Schedule, or brings an existing one to
-// this interval and task queue. Every worker calls it at start, so it must be idempotent.
+// EnsureConvergenceSchedule creates taskQueue's convergence Schedule
+// (ConvergenceScheduleIDFor), or brings an existing one to this interval. Every worker calls
+// it at start, so it must be idempotent.
 func EnsureConvergenceSchedule(ctx context.Context, c client.Client, every time.Duration, taskQueue string) error {
 	if every <= 0 {
 		return fmt.Errorf("convergence interval must be positive, got %v", every)
 	}
 	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}}
 	action := &client.ScheduleWorkflowAction{
-		ID:        ConvergeWorkflowID,
+		ID:        convergeWorkflowIDFor(taskQueue),
 		Workflow:  ConvergeWorkflow,
 		Args:      []any{ConvergeWorkflowInput{}},
 		TaskQueue: taskQueue,
@@ -87,7 +109,7 @@ func EnsureConvergenceSchedule(ctx context.Context, c client.Client, every time.
 		WorkflowExecutionTimeout: 10 * time.Minute,
 	}
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:      ConvergenceScheduleID,
+		ID:      ConvergenceScheduleIDFor(taskQueue),
 		Spec:    spec,
 		Action:  action,
 		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
@@ -101,7 +123,7 @@ func EnsureConvergenceSchedule(ctx context.Context, c client.Client, every time.
 	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
 		return fmt.Errorf("create convergence schedule: %w", err)
 	}
-	h := c.ScheduleClient().GetHandle(ctx, ConvergenceScheduleID)
+	h := c.ScheduleClient().GetHandle(ctx, ConvergenceScheduleIDFor(taskQueue))
 	err = h.Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(u client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
 		s := u.Description.Schedule
 		current, _ := s.Action.(*client.ScheduleWorkflowAction)
@@ -135,8 +157,8 @@ func sameIntervals(got *client.ScheduleSpec, want client.ScheduleSpec) bool {
 // "convergence runs every 30 s and at once when a cell disappears"). A pass already running
 // may have read the store before the cell went, so the trigger is buffered behind it rather
 // than skipped.
-func TriggerConvergence(ctx context.Context, c client.Client) error {
-	err := c.ScheduleClient().GetHandle(ctx, ConvergenceScheduleID).Trigger(ctx, client.ScheduleTriggerOptions{
+func TriggerConvergence(ctx context.Context, c client.Client, taskQueue string) error {
+	err := c.ScheduleClient().GetHandle(ctx, ConvergenceScheduleIDFor(taskQueue)).Trigger(ctx, client.ScheduleTriggerOptions{
 		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE,
 	})
 	if err != nil {

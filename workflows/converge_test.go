@@ -3,7 +3,6 @@ package workflows_test
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"testing"
 	"time"
@@ -12,8 +11,10 @@ import (
 	"github.com/updatable-lrps/bbs/activities"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/dbtest"
+	"github.com/updatable-lrps/bbs/internal/temporaltest"
 	"github.com/updatable-lrps/bbs/internal/temporalzap"
 	"github.com/updatable-lrps/bbs/model"
+	bbsworker "github.com/updatable-lrps/bbs/worker"
 	"github.com/updatable-lrps/bbs/workflows"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -22,7 +23,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 )
 
@@ -104,39 +104,15 @@ func TestConvergeWorkflowDoesNotRetryInvalidInput(t *testing.T) {
 // Replaying a recorded history proves the workflow code still makes the same decisions.
 func TestConvergeWorkflowReplay(t *testing.T) {
 	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflow(workflows.ConvergeWorkflow)
+	bbsworker.RegisterWorkflows(r)
 	if err := r.ReplayWorkflowHistoryFromJSONFile(temporalzap.New(zaptest.NewLogger(t)), historyFile); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func startDevServer(t *testing.T) client.Client {
-	t.Helper()
-	bin := os.Getenv("TEMPORAL_BIN")
-	if bin == "" {
-		bin = "../bin/temporal"
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("no Temporal CLI at %s (set TEMPORAL_BIN): %v", bin, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
-		ExistingPath:  bin,
-		LogLevel:      "error",
-		Stdout:        io.Discard,
-		ClientOptions: &client.Options{Logger: temporalzap.New(zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))},
-	})
-	if err != nil {
-		t.Fatalf("start dev server: %v", err)
-	}
-	t.Cleanup(func() { srv.Stop() })
-	return srv.Client()
-}
-
 func scheduleInterval(t *testing.T, c client.Client) time.Duration {
 	t.Helper()
-	d, err := c.ScheduleClient().GetHandle(context.Background(), workflows.ConvergenceScheduleID).Describe(context.Background())
+	d, err := c.ScheduleClient().GetHandle(context.Background(), workflows.ConvergenceScheduleIDFor("test-queue")).Describe(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +123,7 @@ func scheduleInterval(t *testing.T, c client.Client) time.Duration {
 }
 
 func TestConvergenceScheduleOnDevServer(t *testing.T) {
-	c := startDevServer(t)
+	c := temporaltest.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	store := dbtest.NewStore(t)
@@ -161,10 +137,8 @@ func TestConvergenceScheduleOnDevServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	w := worker.New(c, "test-queue", worker.Options{})
-	w.RegisterWorkflow(workflows.ConvergeWorkflow)
-	w.RegisterActivity(&activities.Converger{Store: store, Log: zaptest.NewLogger(t)})
-	w.RegisterActivity(&activities.Resumer{Store: store, Starter: noStarter{}, Log: zaptest.NewLogger(t)})
+	w := bbsworker.New(c, "test-queue", bbsworker.Deps{ConvergeStore: store, ResumeStore: store, Rollouts: noStarter{},
+		Log: zaptest.NewLogger(t)})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +161,7 @@ func TestConvergenceScheduleOnDevServer(t *testing.T) {
 		t.Fatalf("interval after the update = %v, want %v", got, every+time.Hour)
 	}
 
-	if err := workflows.TriggerConvergence(ctx, c); err != nil {
+	if err := workflows.TriggerConvergence(ctx, c, "test-queue"); err != nil {
 		t.Fatal(err)
 	}
 	run := triggeredRun(ctx, t, c)
@@ -210,7 +184,7 @@ func TestConvergenceScheduleOnDevServer(t *testing.T) {
 // triggeredRun waits for the schedule to start the triggered workflow.
 func triggeredRun(ctx context.Context, t *testing.T, c client.Client) *client.ScheduleWorkflowExecution {
 	t.Helper()
-	h := c.ScheduleClient().GetHandle(ctx, workflows.ConvergenceScheduleID)
+	h := c.ScheduleClient().GetHandle(ctx, workflows.ConvergenceScheduleIDFor("test-queue"))
 	for ctx.Err() == nil {
 		d, err := h.Describe(ctx)
 		if err != nil {

@@ -2,17 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
-	"net"
-	"net/http"
 	"time"
 
-	"github.com/updatable-lrps/bbs/api"
 	"github.com/updatable-lrps/bbs/cell"
 	"github.com/updatable-lrps/bbs/db"
-	"github.com/updatable-lrps/bbs/events"
+	"github.com/updatable-lrps/bbs/internal/system"
 	"go.uber.org/zap"
 )
 
@@ -45,17 +40,32 @@ func runAPICommand(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	temporal, err := tf.lazyClient(log)
+	temporal, err := system.LazyTemporal(tf.config(), log)
 	if err != nil {
 		return err
 	}
 	defer temporal.Close()
-	a, err := startAPI(ctx, store, *listenAddr, tlsOpts, cell.NewClient(cellTLS), rf.client(temporal), log)
+	a, err := startAPI(ctx, store, *listenAddr, tlsOpts, system.APIConfig{
+		Cells: cell.NewClient(cellTLS), Temporal: temporal, Rollouts: rf.options(), Log: log})
 	if err != nil {
 		return err
 	}
 	<-ctx.Done()
-	return a.stop()
+	return a.Stop()
+}
+
+// startAPI listens on addr (mutual TLS beyond loopback) and starts the API of cfg there.
+func startAPI(ctx context.Context, store *db.Store, addr string, tlsOpts tlsFlags, cfg system.APIConfig) (*system.API, error) {
+	serverTLS, err := tlsOpts.serverConfig()
+	if err != nil {
+		return nil, err
+	}
+	ln, scheme, err := system.Listen(addr, serverTLS)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Store, cfg.Listener, cfg.Scheme = store, ln, scheme
+	return system.StartAPI(ctx, cfg)
 }
 
 // openStore connects to the database, retrying for a while: in a stack started all at once,
@@ -79,74 +89,6 @@ func openStore(ctx context.Context, url string, log *zap.Logger) (*db.Store, err
 		case <-time.After(time.Second):
 		}
 	}
-}
-
-// runningAPI is an API server being served.
-type runningAPI struct {
-	http *http.Server
-	addr net.Addr
-	tls  bool
-	done chan error
-}
-
-// startAPI serves the API on addr. It answers Unavailable until the migrations, which it
-// applies under an advisory lock, are in place.
-func startAPI(ctx context.Context, store *db.Store, addr string, tlsOpts tlsFlags, cells *cell.Client, rollouts api.Rollouts, log *zap.Logger) (*runningAPI, error) {
-	ln, isTLS, err := listen(addr, tlsOpts)
-	if err != nil {
-		return nil, err
-	}
-	hub := events.NewHub(store, store.URL(), events.Options{}, log)
-	stopper := &cell.Stopper{Cells: store, Client: cells}
-	server := api.NewServer(store, stopper, log).WithEvents(hub).
-		WithRollouts(rollouts)
-	a := &runningAPI{
-		http: &http.Server{
-			Handler:           server,
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       30 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-		},
-		addr: ln.Addr(),
-		tls:  isTLS,
-		done: make(chan error, 1),
-	}
-	go func() {
-		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			a.done <- err
-		}
-		close(a.done)
-	}()
-	if err := store.Migrate(ctx); err != nil {
-		a.stop()
-		return nil, err
-	}
-	go func() {
-		if err := hub.Run(ctx); err != nil {
-			log.Error("event hub stopped", zap.Error(err))
-		}
-	}()
-	server.MarkReady()
-	log.Info("api listening", zap.String("address", a.url()))
-	return a, nil
-}
-
-func (a *runningAPI) url() string {
-	scheme := "http"
-	if a.tls {
-		scheme = "https"
-	}
-	return fmt.Sprintf("%s://%s", scheme, a.addr)
-}
-
-func (a *runningAPI) stop() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := a.http.Shutdown(ctx)
-	if serveErr := <-a.done; serveErr != nil {
-		return serveErr
-	}
-	return err
 }
 
 func runMigrateCommand(ctx context.Context, args []string) error {

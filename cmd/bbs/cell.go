@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -14,8 +13,7 @@ import (
 	"github.com/updatable-lrps/bbs/bbsclient"
 	"github.com/updatable-lrps/bbs/cell"
 	"github.com/updatable-lrps/bbs/executor"
-	"github.com/updatable-lrps/bbs/executor/process"
-	"github.com/updatable-lrps/bbs/executor/sim"
+	"github.com/updatable-lrps/bbs/internal/system"
 	"github.com/updatable-lrps/bbs/model"
 	"go.uber.org/zap"
 )
@@ -60,39 +58,19 @@ func runCellCommand(ctx context.Context, args []string) error {
 	if _, err := fmt.Sscanf(*ports, "%d-%d", &first, &last); err != nil || first == 0 || last < first {
 		return fmt.Errorf("--port-range %q: want FIRST-LAST", *ports)
 	}
-	cfg := executor.Config{
-		PortRangeStart: first, PortRangeEnd: last, MonitorInterval: *monitorEvery,
-		HealthyMonitorInterval: *healthyEvery, StopGracePeriod: *grace, Log: os.Stdout,
-	}
-	var backend executor.Backend
-	switch *kind {
-	case "process":
-		dir := *workDir
-		if dir == "" {
-			if dir, err = os.MkdirTemp("", "bbs-cell-"+*id+"-"); err != nil {
-				return err
-			}
-			defer os.RemoveAll(dir)
-		}
-		if dir, err = filepath.Abs(dir); err != nil {
-			return err
-		}
-		backend = process.New(dir, log)
-	case "sim":
-		backend = sim.New(time.Now().UnixNano())
-		cfg.SkipPortProbe = true
-	default:
-		return fmt.Errorf("--executor %q: want process or sim", *kind)
-	}
-	exec := executor.New(backend, cfg, log)
-	// The cell runs whatever command it is handed: beyond loopback only mutual TLS will do.
-	ln, isTLS, err := listen(*listenAddr, serverTLS)
+	backend, skipProbe, cleanup, err := system.Backend(*kind, *workDir, 0, log)
 	if err != nil {
 		return err
 	}
-	scheme := "http"
-	if isTLS {
-		scheme = "https"
+	defer cleanup()
+	// The cell runs whatever command it is handed: beyond loopback only mutual TLS will do.
+	listenTLS, err := serverTLS.serverConfig()
+	if err != nil {
+		return err
+	}
+	ln, scheme, err := system.Listen(*listenAddr, listenTLS)
+	if err != nil {
+		return err
 	}
 	apiTLS, err := clientTLS.config()
 	if err != nil {
@@ -102,13 +80,22 @@ func runCellCommand(ctx context.Context, args []string) error {
 	if *tags != "" {
 		placementTags = strings.Split(*tags, ",")
 	}
-	agent := cell.New(cell.Config{
-		ID: *id, Zone: *zone, PlacementTags: placementTags, Listener: ln, AdvertiseScheme: scheme, AdvertiseURL: *advertise,
-		Capacity:          model.CellCapacity{MemoryMB: int32(*memory), DiskMB: int32(*disk), Containers: int32(*containers)},
-		PollInterval:      *pollEvery,
-		EvacuationTimeout: *evacTimeout,
-		StopDrain:         *stopDrain,
-	}, bbsclient.New(*apiURL, apiTLS), exec, log)
+	agent := system.NewCell(system.CellConfig{
+		Agent: cell.Config{
+			ID: *id, Zone: *zone, PlacementTags: placementTags, Listener: ln, AdvertiseScheme: scheme, AdvertiseURL: *advertise,
+			Capacity:          model.CellCapacity{MemoryMB: int32(*memory), DiskMB: int32(*disk), Containers: int32(*containers)},
+			PollInterval:      *pollEvery,
+			EvacuationTimeout: *evacTimeout,
+			StopDrain:         *stopDrain,
+		},
+		Executor: executor.Config{
+			PortRangeStart: first, PortRangeEnd: last, MonitorInterval: *monitorEvery,
+			HealthyMonitorInterval: *healthyEvery, StopGracePeriod: *grace, Log: os.Stdout, SkipPortProbe: skipProbe,
+		},
+		Backend: backend,
+		BBS:     bbsclient.New(*apiURL, apiTLS),
+		Log:     log,
+	}).Agent
 
 	drain := make(chan os.Signal, 1)
 	signal.Notify(drain, syscall.SIGTERM)

@@ -11,6 +11,7 @@ import (
 	"github.com/updatable-lrps/bbs/bbsclient"
 	"github.com/updatable-lrps/bbs/cell"
 	"github.com/updatable-lrps/bbs/internal/pgcluster"
+	"github.com/updatable-lrps/bbs/internal/system"
 	"github.com/updatable-lrps/bbs/internal/temporaldev"
 	"github.com/updatable-lrps/bbs/worker"
 	"github.com/updatable-lrps/bbs/workflows"
@@ -105,46 +106,48 @@ func runDevCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer store.Close()
-	tf := temporalFlags{address: ts.Address(), namespace: "default"}
-	temporal, err := tf.lazyClient(log)
+	tcfg := system.TemporalConfig{Address: ts.Address(), Namespace: ts.Namespace()}
+	temporal, err := system.LazyTemporal(tcfg, log)
 	if err != nil {
 		return err
 	}
 	defer temporal.Close()
-	a, err := startAPI(ctx, store, *apiAddr, tlsFlags{}, cell.NewClient(nil), rf.client(temporal), log)
+	a, err := startAPI(ctx, store, *apiAddr, tlsFlags{}, system.APIConfig{
+		Cells: cell.NewClient(nil), Temporal: temporal, Rollouts: rf.options(), Log: log})
 	if err != nil {
 		return err
 	}
 	defer func() {
 		log.Info("stopping the API")
-		a.stop()
+		a.Stop()
 	}()
 	workerLine := fmt.Sprintf("task queue %q", worker.TaskQueue)
 	if *noWorker {
 		workerLine = "not started (--no-worker): run `bbs worker` yourself"
 	} else {
-		w, c, err := startWorker(ctx, tf, store, *convergeEvery, rf, cell.NewClient(nil), log)
+		w, err := system.StartWorker(ctx, system.WorkerConfig{Store: store, Temporal: temporal,
+			ConvergenceInterval: *convergeEvery, Rollouts: rf.options(), Cells: cell.NewClient(nil), Log: log})
 		if err != nil {
 			return err
 		}
-		defer c.Close()
 		defer func() {
 			log.Info("stopping the worker")
 			w.Stop()
 		}()
 	}
 
-	rt, err := startRouter(ctx, *routerAddr, *routerAdmin, bbsclient.New(a.url(), nil), log)
+	rt, err := system.StartRouter(ctx, system.RouterConfig{Listen: *routerAddr, Admin: *routerAdmin,
+		BBS: bbsclient.New(a.URL(), nil), Log: log})
 	if err != nil {
 		return err
 	}
 	defer func() {
 		log.Info("stopping the router")
-		rt.stop()
+		rt.Stop()
 	}()
 
 	log.Info("starting cells", zap.Int("cells", *nCells), zap.Int("zones", *nZones))
-	cells, err := startDevCells(ctx, store, *nCells, *nZones, a.url(), *cellExecutor, dir, log)
+	cells, err := startDevCells(ctx, store, *nCells, *nZones, a.URL(), *cellExecutor, dir, log)
 	defer func() {
 		log.Info("stopping the cells")
 		stopDevCells(cells, log)
@@ -169,7 +172,7 @@ BBS dev stack is up:
 %s
 Ctrl-C stops everything; the next 'make run' resumes with the data kept.
 
-`, a.url(), a.url(), *uiPort, ts.Address(), filepath.Join(*dataDir, "temporal.db"),
+`, a.URL(), a.URL(), *uiPort, ts.Address(), filepath.Join(*dataDir, "temporal.db"),
 		filepath.Join(*dataDir, "temporal.log"), workerLine, *routerAddr, *routerAdmin, redact(dbURL), pgNote, cellLines)
 
 	<-ctx.Done()

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 )
 
@@ -23,33 +22,13 @@ func (t *tlsFlags) register(fs *flag.FlagSet) {
 
 func (t *tlsFlags) enabled() bool { return t.certFile != "" || t.keyFile != "" || t.clientCAFile != "" }
 
-// listen opens addr. Loopback addresses may serve plain HTTP; any other address requires
-// mutual TLS, because whoever reaches the API can make cells run any command (as BBS does).
-func listen(addr string, t tlsFlags) (net.Listener, bool, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, false, fmt.Errorf("listen address %q: %w", addr, err)
-	}
-	loopback := host == "localhost"
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		loopback = true
-	}
-	if !loopback && !t.enabled() {
-		return nil, false, fmt.Errorf("refusing to listen on %s without mutual TLS: set BBS_TLS_CERT_FILE, BBS_TLS_KEY_FILE and BBS_TLS_CLIENT_CA_FILE, or listen on 127.0.0.1", addr)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, false, err
-	}
+// serverConfig is the mutual-TLS configuration of a server, or nil when no TLS flag is set
+// (system.Listen then allows loopback only).
+func (t *tlsFlags) serverConfig() (*tls.Config, error) {
 	if !t.enabled() {
-		return ln, false, nil
+		return nil, nil
 	}
-	cfg, err := t.config()
-	if err != nil {
-		ln.Close()
-		return nil, false, err
-	}
-	return tls.NewListener(ln, cfg), true, nil
+	return t.config()
 }
 
 func (t *tlsFlags) config() (*tls.Config, error) {

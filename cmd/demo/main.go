@@ -12,16 +12,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/updatable-lrps/bbs/bbsclient"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/updatable-lrps/bbs/bbsclient"
+	"github.com/updatable-lrps/bbs/internal/temporaldev"
 )
 
 func main() {
@@ -210,16 +211,10 @@ func checkRouter(ctx context.Context, statsURL string) error {
 	return nil
 }
 
-// defaultTemporalBin finds the temporal CLI as `make run` does: $TEMPORAL_BIN, bin/temporal,
-// then PATH.
+// defaultTemporalBin finds the temporal CLI as `make run` does (temporaldev.FindBin); when
+// there is none it names bin/temporal, which the demo then says is missing.
 func defaultTemporalBin() string {
-	if p := os.Getenv("TEMPORAL_BIN"); p != "" {
-		return p
-	}
-	if _, err := os.Stat("bin/temporal"); err == nil {
-		return "bin/temporal"
-	}
-	if p, err := exec.LookPath("temporal"); err == nil {
+	if p, err := temporaldev.FindBin(); err == nil {
 		return p
 	}
 	return "bin/temporal"

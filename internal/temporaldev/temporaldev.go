@@ -1,6 +1,7 @@
-// Package temporaldev runs the Temporal dev server (`temporal server start-dev`) as a child
-// process for the all-in-one dev mode: state in a SQLite file so that rollouts survive a
-// restart, the Web UI beside it, and the search attributes our workflows use registered.
+// Package temporaldev finds and runs the Temporal dev server (`temporal server start-dev`) as a
+// child process: for the all-in-one dev mode (state in a SQLite file so that rollouts survive a
+// restart, the Web UI beside it) and for tests and benchmarks (in memory, headless, on a free
+// port). It is the one place that knows how a dev server is found, configured and started.
 package temporaldev
 
 import (
@@ -19,7 +20,8 @@ import (
 )
 
 // SearchAttributes are the custom search attributes of our workflows, registered at start so
-// that operators can find rollouts in the Web UI.
+// that operators can find rollouts in the Web UI (and so that starting a rollout, which sets
+// them, does not fail).
 var SearchAttributes = map[string]string{
 	"ProcessGuid":    "Keyword",
 	"Domain":         "Keyword",
@@ -28,17 +30,29 @@ var SearchAttributes = map[string]string{
 	"RolloutState":   "Keyword",
 }
 
+// dynamicConfig is the server configuration every dev server we start gets.
+var dynamicConfig = []string{
+	// One task-queue partition: every queue has one poller, and a partitioned queue makes its
+	// tasks wait for forwarding (measured 119 → 183 steps/s on a 2-core machine).
+	"matching.numTaskqueueReadPartitions=1",
+	"matching.numTaskqueueWritePartitions=1",
+}
+
 // Config says how to run the dev server.
 type Config struct {
-	// Bin is the temporal CLI; "" looks for bin/temporal, then temporal on PATH.
+	// Bin is the temporal CLI; "" uses FindBin.
 	Bin string
 	// DBFile keeps the server's state; "" keeps nothing (faster, for tests).
-	DBFile    string
-	Port      int // gRPC frontend on 127.0.0.1
-	UIPort    int // Web UI on 127.0.0.1
+	DBFile string
+	// Port is the gRPC frontend's port on 127.0.0.1; 0 picks a free one.
+	Port int
+	// UIPort is the Web UI's port on 127.0.0.1; 0 runs the server without its UI.
+	UIPort    int
 	Namespace string
 	// LogFile receives the server's output; "" discards it.
 	LogFile string
+	// LogLevel is the server's log level; "" means warn.
+	LogLevel string
 }
 
 // Server is a running dev server.
@@ -46,35 +60,82 @@ type Server struct {
 	cmd     *exec.Cmd
 	done    chan error
 	address string
+	ns      string
 }
 
-// FindBin returns the temporal CLI to use: bin/temporal under the working directory (the
-// pinned build `make` makes), else temporal on PATH.
+// ErrNoBin says that no temporal CLI was found. Tests that need a server fail with it (or, in
+// -short mode, skip saying so): a missing server must never pass as a green run.
+var ErrNoBin = errors.New("no Temporal CLI: TEMPORAL_BIN is unset, there is no bin/temporal in " +
+	"this directory or above it, and none on PATH (`make bin/temporal` builds the pinned " +
+	"github.com/temporalio/cli/cmd/temporal@v1.5.1; `make test` and `make run` do it for you)")
+
+// FindBin returns the temporal CLI to use: $TEMPORAL_BIN when set (it must exist), else
+// bin/temporal in the working directory or the nearest parent that has one (the pinned build
+// `make` makes), else temporal on PATH.
 func FindBin() (string, error) {
-	if p, err := filepath.Abs(filepath.Join("bin", "temporal")); err == nil {
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
+	if p := os.Getenv("TEMPORAL_BIN"); p != "" {
+		if !isFile(p) {
+			return "", fmt.Errorf("TEMPORAL_BIN=%s is not a file", p)
+		}
+		return filepath.Abs(p)
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for dir := wd; ; dir = filepath.Dir(dir) {
+			if p := filepath.Join(dir, "bin", "temporal"); isFile(p) {
+				return p, nil
+			}
+			if filepath.Dir(dir) == dir {
+				break
+			}
 		}
 	}
 	if p, err := exec.LookPath("temporal"); err == nil {
 		return p, nil
 	}
-	return "", errors.New("the temporal CLI was found neither at bin/temporal nor on PATH: " +
-		"run `make bin/temporal` (builds github.com/temporalio/cli/cmd/temporal@v1.5.1)")
+	return "", ErrNoBin
 }
 
-// Start launches the dev server and returns once its frontend accepts connections.
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// Start launches the dev server and returns once its frontend accepts connections. With
+// Port 0 it picks a free port, and tries again with another if that one was taken meanwhile.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
-	bin := cfg.Bin
-	if bin == "" {
-		var err error
-		if bin, err = FindBin(); err != nil {
+	if cfg.Bin == "" {
+		bin, err := FindBin()
+		if err != nil {
 			return nil, err
 		}
+		cfg.Bin = bin
 	}
 	if cfg.Namespace == "" {
 		cfg.Namespace = "default"
 	}
+	if cfg.LogLevel == "" {
+		cfg.LogLevel = "warn"
+	}
+	if cfg.Port != 0 {
+		return start(ctx, cfg)
+	}
+	var err error
+	for range 3 {
+		if cfg.Port, err = freePort(); err != nil {
+			return nil, err
+		}
+		var s *Server
+		if s, err = start(ctx, cfg); err == nil {
+			return s, nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, err
+}
+
+func start(ctx context.Context, cfg Config) (*Server, error) {
 	address := net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port))
 	if c, err := net.DialTimeout("tcp", address, 200*time.Millisecond); err == nil {
 		c.Close()
@@ -83,12 +144,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	args := []string{"server", "start-dev",
 		"--ip", "127.0.0.1",
 		"--port", strconv.Itoa(cfg.Port),
-		"--ui-port", strconv.Itoa(cfg.UIPort),
 		"--namespace", cfg.Namespace,
-		"--log-level", "warn",
-		// One task-queue partition: measured 119 → 183 steps/s on a 2-core machine.
-		"--dynamic-config-value", "matching.numTaskqueueReadPartitions=1",
-		"--dynamic-config-value", "matching.numTaskqueueWritePartitions=1",
+		"--log-level", cfg.LogLevel,
+	}
+	if cfg.UIPort != 0 {
+		args = append(args, "--ui-port", strconv.Itoa(cfg.UIPort))
+	} else {
+		args = append(args, "--headless")
+	}
+	for _, v := range dynamicConfig {
+		args = append(args, "--dynamic-config-value", v)
 	}
 	if cfg.DBFile != "" {
 		if err := os.MkdirAll(filepath.Dir(cfg.DBFile), 0o755); err != nil {
@@ -99,9 +164,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	for _, name := range slices.Sorted(maps.Keys(SearchAttributes)) {
 		args = append(args, "--search-attribute", name+"="+SearchAttributes[name])
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(cfg.Bin, args...)
 	// Its own process group: Ctrl-C in the terminal must not kill it before we stop it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logName := "(discarded)"
 	if cfg.LogFile != "" {
 		f, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
@@ -109,21 +175,25 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		defer f.Close()
 		cmd.Stdout, cmd.Stderr = f, f
+		logName = cfg.LogFile
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return nil, fmt.Errorf("start %s: %w", cfg.Bin, err)
 	}
-	s := &Server{cmd: cmd, done: make(chan error, 1), address: address}
+	s := &Server{cmd: cmd, done: make(chan error, 1), address: address, ns: cfg.Namespace}
 	go func() { s.done <- cmd.Wait() }()
 	if err := s.waitReady(ctx, 60*time.Second); err != nil {
 		s.Stop()
-		return nil, fmt.Errorf("temporal dev server did not come up (see %s): %w", cfg.LogFile, err)
+		return nil, fmt.Errorf("temporal dev server (%s) did not come up (log: %s): %w", cfg.Bin, logName, err)
 	}
 	return s, nil
 }
 
 // Address is the frontend's host:port.
 func (s *Server) Address() string { return s.address }
+
+// Namespace is the namespace the server was started with.
+func (s *Server) Namespace() string { return s.ns }
 
 func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
@@ -134,7 +204,7 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 			return fmt.Errorf("exited: %v", err)
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 		}
 		if c, err := net.DialTimeout("tcp", s.address, time.Second); err == nil {
 			c.Close()
@@ -164,4 +234,15 @@ func (s *Server) Stop() error {
 	}
 	s.done <- nil
 	return nil
+}
+
+// freePort asks the kernel for an unused port. Another process could take it before the
+// server binds it; Start then tries another.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -1,20 +1,21 @@
-// Package testcluster runs the whole system inside one test process: the real HTTP API on a
-// real PostgreSQL (internal/dbtest), the event hub, placement, cell agents with the sim
-// executor, and, when asked, a Temporal dev server with the BBS worker — so that tests and
-// benchmarks can drive thousands of instances and rollouts without processes.
+// Package testcluster runs the whole system inside one test process, assembled by
+// internal/system exactly as the `bbs` processes are: the API on a real PostgreSQL
+// (internal/dbtest), the worker process (every workflow and activity on a Temporal dev server,
+// placement, the cell watch and the convergence schedule) and cell agents with the sim
+// executor — so that tests and benchmarks drive thousands of instances and rollouts through
+// what production runs, without processes.
 package testcluster
 
 import (
 	"cmp"
 	"context"
 	"fmt"
-	"net/http/httptest"
+	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/updatable-lrps/bbs/activities"
-	"github.com/updatable-lrps/bbs/api"
 	"github.com/updatable-lrps/bbs/auctioneer"
 	"github.com/updatable-lrps/bbs/bbsclient"
 	"github.com/updatable-lrps/bbs/cell"
@@ -23,11 +24,11 @@ import (
 	"github.com/updatable-lrps/bbs/executor"
 	"github.com/updatable-lrps/bbs/executor/sim"
 	"github.com/updatable-lrps/bbs/internal/dbtest"
+	"github.com/updatable-lrps/bbs/internal/system"
+	"github.com/updatable-lrps/bbs/internal/temporaltest"
 	"github.com/updatable-lrps/bbs/model"
-	"github.com/updatable-lrps/bbs/worker"
 	"github.com/updatable-lrps/bbs/workflows"
 	"go.temporal.io/sdk/client"
-	sdkworker "go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 )
 
@@ -41,29 +42,27 @@ type Options struct {
 	// RestartPolicy, when not nil, replaces the store's restart policy (the one cells' crash
 	// reports and convergence use; model.DefaultRestartPolicy otherwise).
 	RestartPolicy *model.RestartPolicy
-	// ConvergeEvery, when positive, runs a convergence pass at that interval (what the
-	// convergence schedule does in a deployment, every 30 s) and asks cells to stop what a pass
-	// says to stop.
+	// ConvergeEvery is the interval of the cluster's convergence schedule (every 30 s in a
+	// deployment); zero schedules no pass of its own, so that convergence runs only when the
+	// cell watch sees a cell vanish (or a test triggers it). Temporal refuses schedule
+	// intervals under a second: a shorter one triggers the schedule at that pace instead,
+	// which runs the same workflow.
 	ConvergeEvery time.Duration
 
-	// Temporal runs the BBS workflows and activities on a worker of the cluster's own and lets
-	// the API start rollouts.
-	Temporal bool
-	// TemporalClient is the client of a running Temporal server (e.g. SharedTemporal's) to use
-	// when Temporal is set; nil starts an in-memory dev server for the cluster alone. On a
-	// server the cluster does not own, the rollout workflows left open on TaskQueue are
-	// terminated when the cluster stops.
+	// TemporalClient is the client of the Temporal server the cluster's worker runs on; nil
+	// uses the test binary's shared dev server (temporaltest.Shared: stop it in TestMain with
+	// dbtest.Main(m, temporaltest.StopShared)). The rollout workflows a cluster leaves open
+	// on its task queue are terminated, and its convergence schedule deleted, when it stops.
 	TemporalClient client.Client
-	// TaskQueue is the worker's and the API's task queue; "" means worker.TaskQueue. Clusters
-	// sharing a server need queues of their own (see TaskQueueFor).
+	// TaskQueue is the worker's and the API's task queue; "" means one of the test's own
+	// (temporaltest.TaskQueueFor).
 	TaskQueue string
 	// MaxInFlight and IndexDeadline tune the rollouts the API starts (0: the workflow's
 	// defaults).
 	MaxInFlight   int
 	IndexDeadline time.Duration
 	// BeforeStop, when not nil, runs before each stop request of the worker's activities
-	// reaches the cells (to inject races with the cells' reports); the ConvergeEvery passes
-	// and the API stop without it.
+	// reaches the cells (to inject races with the cells' reports); the API stops without it.
 	BeforeStop func(c *Cluster, lrps []model.ActualLRP)
 	// CellHeartbeat and CellPoll are the cells' heartbeat and reconciliation intervals, and
 	// CellHealthCheck how often a cell checks a RUNNING instance's health (default 1 s each:
@@ -71,6 +70,10 @@ type Options struct {
 	// instead).
 	CellHeartbeat, CellPoll, CellHealthCheck time.Duration
 }
+
+// noConvergeInterval is the schedule interval of a cluster without ConvergeEvery: intervals
+// align to the Unix epoch, so a long one keeps scheduled passes out of any test.
+const noConvergeInterval = 1000 * time.Hour
 
 // Cluster is a running system.
 type Cluster struct {
@@ -90,7 +93,6 @@ type Cluster struct {
 	opts    Options
 	ctx     context.Context
 	cancel  context.CancelFunc
-	wg      sync.WaitGroup
 	mu      sync.Mutex
 	onStop  []func() // run, last added first, before the cluster's parts stop
 	closers []func() // run, last added first, after they stopped
@@ -117,22 +119,59 @@ func New(t testing.TB, opts Options) *Cluster {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	t.Cleanup(c.stop)
 
-	hub := events.NewHub(store, store.URL(), events.Options{GapWait: 200 * time.Millisecond, Poll: 200 * time.Millisecond}, log)
-	server := api.NewServer(store, c.Stopper, log).WithEvents(hub)
-	if opts.Temporal {
-		c.startTemporal(server, opts)
+	c.Temporal = opts.TemporalClient
+	if c.Temporal == nil {
+		c.Temporal = temporaltest.Shared(t)
 	}
-	server.MarkReady()
-	ts := httptest.NewServer(server)
-	c.closers = append(c.closers, ts.Close)
-	c.URL = ts.URL
-	c.BBS = bbsclient.New(ts.URL, nil)
-	placement := auctioneer.New(store, cell.NewClient(nil), auctioneer.Options{Interval: 200 * time.Millisecond, Resend: 5 * time.Second, RetryFailed: time.Second}, log)
-	c.goRun(func(ctx context.Context) { hub.Run(ctx) })
-	c.goRun(func(ctx context.Context) { placement.Run(ctx) })
-	if opts.ConvergeEvery > 0 {
-		c.goRun(func(ctx context.Context) { c.converge(ctx, opts.ConvergeEvery) })
+	c.TaskQueue = cmp.Or(opts.TaskQueue, temporaltest.TaskQueueFor(t))
+	rollouts := system.RolloutOptions{MaxInFlight: opts.MaxInFlight, IndexDeadline: opts.IndexDeadline}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
+	a, err := system.StartAPI(c.ctx, system.APIConfig{
+		Store: store, Listener: ln, Cells: cell.NewClient(nil),
+		Temporal: c.Temporal, TaskQueue: c.TaskQueue, Rollouts: rollouts,
+		Events: events.Options{GapWait: 200 * time.Millisecond, Poll: 200 * time.Millisecond},
+		Log:    log,
+	})
+	if err != nil {
+		t.Fatalf("start the API: %v", err)
+	}
+	c.closers = append(c.closers, func() { a.Stop() })
+	c.URL = a.URL()
+	c.BBS = bbsclient.New(c.URL, nil)
+
+	wcfg := system.WorkerConfig{
+		Store: store, Temporal: c.Temporal, TaskQueue: c.TaskQueue,
+		ConvergenceInterval: noConvergeInterval,
+		Rollouts:            rollouts, Cells: cell.NewClient(nil),
+		Placement:         auctioneer.Options{Interval: 200 * time.Millisecond, Resend: 5 * time.Second, RetryFailed: time.Second},
+		CellWatchInterval: 500 * time.Millisecond,
+		Log:               log,
+	}
+	if opts.BeforeStop != nil {
+		wcfg.WrapStopper = func(s activities.Stopper) activities.Stopper {
+			return hookedStopper{c: c, before: opts.BeforeStop, next: s}
+		}
+	}
+	if opts.ConvergeEvery >= time.Second {
+		wcfg.ConvergenceInterval = opts.ConvergeEvery
+	}
+	w, err := system.StartWorker(c.ctx, wcfg)
+	if err != nil {
+		t.Fatalf("start the worker on %s: %v", c.TaskQueue, err)
+	}
+	c.closers = append(c.closers, func() {
+		forget(c.Temporal, c.TaskQueue)
+		w.Stop()
+	})
+
+	if opts.ConvergeEvery > 0 && opts.ConvergeEvery < time.Second {
+		go c.triggerConvergence(opts.ConvergeEvery)
+	}
+
 	zones := max(opts.Zones, 1)
 	for i := 0; i < opts.Cells; i++ {
 		c.AddCell(fmt.Sprintf("cell-%03d", i+1), fmt.Sprintf("z%d", i%zones+1), opts.Capacity)
@@ -140,86 +179,34 @@ func New(t testing.TB, opts Options) *Cluster {
 	return c
 }
 
-func (c *Cluster) goRun(f func(ctx context.Context)) {
-	c.wg.Add(1)
-	go func() { defer c.wg.Done(); f(c.ctx) }()
-}
-
-// converge runs a convergence pass every `every` until ctx ends.
-func (c *Cluster) converge(ctx context.Context, every time.Duration) {
+// triggerConvergence triggers the convergence schedule every `every` until the cluster stops.
+func (c *Cluster) triggerConvergence(every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {
-		case <-ctx.Done():
+		case <-c.ctx.Done():
 			return
 		case <-tick.C:
 		}
-		if res, err := c.Store.Converge(ctx, db.ConvergeOptions{}); err == nil && len(res.ToStop) > 0 {
-			_ = c.Stopper.StopInstances(ctx, res.ToStop)
-		}
+		_ = c.TriggerConvergence(c.ctx)
 	}
 }
 
-// startTemporal starts the worker (and, without Options.TemporalClient, a dev server) and
-// attaches the API's RolloutClient to it.
-func (c *Cluster) startTemporal(server *api.Server, opts Options) {
-	c.TaskQueue = opts.TaskQueue
-	if c.TaskQueue == "" {
-		c.TaskQueue = worker.TaskQueue
-	}
-	c.Temporal = opts.TemporalClient
-	if c.Temporal == nil {
-		ds := startDevServer(c.t)
-		c.closers = append(c.closers, func() { ds.Client().Close(); ds.Stop() })
-		c.Temporal = ds.Client()
-	}
-	log := zap.NewNop()
-	rc := &workflows.RolloutClient{Client: c.Temporal, TaskQueue: c.TaskQueue, MaxInFlight: opts.MaxInFlight, IndexDeadline: opts.IndexDeadline}
-	var stopper activities.Stopper = c.Stopper
-	if opts.BeforeStop != nil {
-		stopper = hookedStopper{c: c, before: opts.BeforeStop}
-	}
-	waiter := activities.NewPGWaiter(c.Store.URL(), log)
-	w := newWorker(c.Temporal, c.TaskQueue, worker.Deps{Store: c.Store, Stopper: stopper, Rollouts: rc, Waiter: waiter, Log: log})
-	if err := w.Start(); err != nil {
-		waiter.Close()
-		c.t.Fatalf("start the worker on %s: %v", c.TaskQueue, err)
-	}
-	shared := opts.TemporalClient != nil
-	c.OnStop(func() {
-		if shared {
-			terminateOpenRollouts(c.Temporal, c.TaskQueue)
-		}
-		w.Stop()
-		waiter.Close()
-	})
-	server.WithRollouts(rc)
-}
-
-// newWorker is worker.New on any task queue (worker.New is fixed to worker.TaskQueue): the
-// same workflows, activities and options.
-func newWorker(tc client.Client, queue string, d worker.Deps) sdkworker.Worker {
-	if queue == worker.TaskQueue {
-		return worker.New(tc, d)
-	}
-	w := sdkworker.New(tc, queue, sdkworker.Options{MaxConcurrentActivityExecutionSize: 10000})
-	w.RegisterWorkflow(workflows.ConvergeWorkflow)
-	w.RegisterWorkflow(workflows.RolloutWorkflow)
-	w.RegisterActivity(&activities.Converger{Store: d.Store, Stopper: d.Stopper, Log: d.Log})
-	w.RegisterActivity(&activities.Resumer{Store: d.Store, Starter: d.Rollouts, Log: d.Log})
-	w.RegisterActivity(&activities.Rollouts{Store: d.Store, Stopper: d.Stopper, Waiter: d.Waiter, Log: d.Log})
-	return w
+// TriggerConvergence runs a convergence pass now, through the cluster's schedule.
+func (c *Cluster) TriggerConvergence(ctx context.Context) error {
+	return workflows.TriggerConvergence(ctx, c.Temporal, c.TaskQueue)
 }
 
 type hookedStopper struct {
 	c      *Cluster
 	before func(c *Cluster, lrps []model.ActualLRP)
+	next   activities.Stopper
 }
 
 func (h hookedStopper) StopInstances(ctx context.Context, lrps []model.ActualLRP) error {
 	h.before(h.c, lrps)
-	return h.c.Stopper.StopInstances(ctx, lrps)
+	return h.next.StopInstances(ctx, lrps)
 }
 
 // AddCell starts one more sim cell.
@@ -230,17 +217,23 @@ func (c *Cluster) AddCell(id, zone string, capacity model.CellCapacity) *Cell {
 	if c.backend != nil {
 		backend = c.backend(seed)
 	}
-	exec := executor.New(backend, executor.Config{
-		SkipPortProbe: true, PortRangeStart: 61000, PortRangeEnd: 63000,
-		MonitorInterval: 20 * time.Millisecond, HealthyMonitorInterval: cmp.Or(c.opts.CellHealthCheck, time.Second),
-		StopGracePeriod: 100 * time.Millisecond,
-	}, zap.NewNop())
 	heartbeat, poll := cmp.Or(c.opts.CellHeartbeat, time.Second), cmp.Or(c.opts.CellPoll, time.Second)
-	agent := cell.New(cell.Config{
-		ID: id, Zone: zone, Capacity: capacity,
-		HeartbeatInterval: heartbeat, PresenceTTL: 5 * heartbeat, PollInterval: poll,
-		EvacuationPoll: 100 * time.Millisecond, EvacuationTimeout: time.Minute,
-	}, c.BBS, exec, zap.NewNop())
+	built := system.NewCell(system.CellConfig{
+		Agent: cell.Config{
+			ID: id, Zone: zone, Capacity: capacity,
+			HeartbeatInterval: heartbeat, PresenceTTL: 5 * heartbeat, PollInterval: poll,
+			EvacuationPoll: 100 * time.Millisecond, EvacuationTimeout: time.Minute,
+		},
+		Executor: executor.Config{
+			SkipPortProbe: true, PortRangeStart: 61000, PortRangeEnd: 63000,
+			MonitorInterval: 20 * time.Millisecond, HealthyMonitorInterval: cmp.Or(c.opts.CellHealthCheck, time.Second),
+			StopGracePeriod: 100 * time.Millisecond,
+		},
+		Backend: backend,
+		BBS:     c.BBS,
+		Log:     zap.NewNop(),
+	})
+	agent, exec := built.Agent, built.Exec
 	sc := &Cell{ID: id, Zone: zone, Agent: agent, Exec: exec, done: make(chan error, 1)}
 	ready := make(chan struct{})
 	cellCtx, cancel := context.WithCancel(c.ctx)
@@ -314,7 +307,6 @@ func (c *Cluster) stop() {
 	for _, sc := range c.Cells {
 		<-sc.done
 	}
-	c.wg.Wait()
 	for i := len(c.closers) - 1; i >= 0; i-- {
 		c.closers[i]()
 	}

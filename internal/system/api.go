@@ -1,0 +1,124 @@
+package system
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/updatable-lrps/bbs/api"
+	"github.com/updatable-lrps/bbs/cell"
+	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/events"
+	"github.com/updatable-lrps/bbs/workflows"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+)
+
+// RolloutOptions tune the rollouts a process starts (the API) or resumes (the worker).
+type RolloutOptions struct {
+	// MaxInFlight is how many indices a rollout replaces at once; 0 means 1.
+	MaxInFlight int
+	// IndexDeadline is how long an index of a proven definition may take to start before it
+	// is given up; 0 means workflows.DefaultIndexDeadline.
+	IndexDeadline time.Duration
+}
+
+func (o RolloutOptions) client(c client.Client, taskQueue string) *workflows.RolloutClient {
+	return &workflows.RolloutClient{Client: c, TaskQueue: taskQueueOr(taskQueue),
+		MaxInFlight: o.MaxInFlight, IndexDeadline: o.IndexDeadline}
+}
+
+// APIConfig is what an API process is made of.
+type APIConfig struct {
+	Store *db.Store
+	// Listener serves the API (see Listen); Scheme is "http" or "https" accordingly.
+	Listener net.Listener
+	Scheme   string
+	// Cells reaches the cells to stop instances.
+	Cells *cell.Client
+	// Temporal starts and signals rollouts (a lazy client: the API serves while Temporal is
+	// away); TaskQueue is where they run ("" means worker.TaskQueue).
+	Temporal  client.Client
+	TaskQueue string
+	Rollouts  RolloutOptions
+	// Events tunes the event stream's hub (zero values: its defaults).
+	Events events.Options
+	Log    *zap.Logger
+}
+
+// API is a running API process.
+type API struct {
+	// Server is the HTTP handler.
+	Server *api.Server
+	http   *http.Server
+	url    string
+	done   chan error
+	cancel context.CancelFunc
+	hub    sync.WaitGroup
+}
+
+// StartAPI serves the API on cfg.Listener. It answers Unavailable until the migrations, which
+// it applies under an advisory lock, are in place; it returns once they are.
+func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
+	log := cfg.Log
+	hub := events.NewHub(cfg.Store, cfg.Store.URL(), cfg.Events, log)
+	stopper := &cell.Stopper{Cells: cfg.Store, Client: cfg.Cells}
+	server := api.NewServer(cfg.Store, stopper, log).WithEvents(hub).
+		WithRollouts(cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue))
+	scheme := cfg.Scheme
+	if scheme == "" {
+		scheme = "http"
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	a := &API{
+		Server: server,
+		http: &http.Server{
+			Handler:           server,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+		},
+		url:    scheme + "://" + cfg.Listener.Addr().String(),
+		done:   make(chan error, 1),
+		cancel: cancel,
+	}
+	go func() {
+		if err := a.http.Serve(cfg.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.done <- err
+		}
+		close(a.done)
+	}()
+	if err := cfg.Store.Migrate(ctx); err != nil {
+		a.Stop()
+		return nil, err
+	}
+	a.hub.Add(1)
+	go func() {
+		defer a.hub.Done()
+		if err := hub.Run(ctx); err != nil && ctx.Err() == nil {
+			log.Error("event hub stopped", zap.Error(err))
+		}
+	}()
+	server.MarkReady()
+	log.Info("api listening", zap.String("address", a.url))
+	return a, nil
+}
+
+// URL is where the API answers, e.g. http://127.0.0.1:8889.
+func (a *API) URL() string { return a.url }
+
+// Stop stops serving (waiting up to 10 s for requests in flight) and the event hub.
+func (a *API) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := a.http.Shutdown(ctx)
+	a.cancel()
+	a.hub.Wait()
+	if serveErr := <-a.done; serveErr != nil {
+		return serveErr
+	}
+	return err
+}

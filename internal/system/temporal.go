@@ -1,0 +1,46 @@
+package system
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+
+	"github.com/updatable-lrps/bbs/internal/temporalzap"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+)
+
+// TemporalConfig says where the Temporal frontend is.
+type TemporalConfig struct {
+	Address   string
+	Namespace string
+	// TLS, when set, is used to reach the frontend.
+	TLS *tls.Config
+}
+
+func (t TemporalConfig) options(log *zap.Logger) client.Options {
+	o := client.Options{
+		HostPort:  t.Address,
+		Namespace: t.Namespace,
+		Logger:    temporalzap.New(log.Named("temporal")),
+	}
+	if t.TLS != nil {
+		o.ConnectionOptions.TLS = t.TLS
+	}
+	return o
+}
+
+// DialTemporal connects to Temporal now (a worker cannot do anything without it).
+func DialTemporal(ctx context.Context, t TemporalConfig, log *zap.Logger) (client.Client, error) {
+	c, err := client.DialContext(ctx, t.options(log))
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s: %w", t.Address, err)
+	}
+	return c, nil
+}
+
+// LazyTemporal connects on first use, so that the API serves (and answers Unavailable for
+// rollouts) while Temporal is away.
+func LazyTemporal(t TemporalConfig, log *zap.Logger) (client.Client, error) {
+	return client.NewLazyClient(t.options(log))
+}
