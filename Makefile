@@ -27,9 +27,15 @@ demo: bin/bbs $(TEMPORAL)
 	$(GO) build -o bin/bbs-demo ./cmd/demo
 	bin/bbs-demo --temporal-bin $(TEMPORAL)
 
-## test: every test, against a throwaway PostgreSQL unless DATABASE_URL is set.
+## test: every test, against a throwaway PostgreSQL unless DATABASE_URL is set. Tests that need
+## a Temporal server fail (they never skip) when the CLI is missing.
 test: $(TEMPORAL)
+	@test -x "$(TEMPORAL)" || { echo "make test: no Temporal CLI at $(TEMPORAL): unset TEMPORAL to build the pinned one into bin/" >&2; exit 1; }
 	TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 20m ./...
+
+## test-short: the quick tests only: those that need a Temporal server or run long skip, saying so.
+test-short:
+	$(GO) test -count=1 -short ./...
 
 ## bench: the rollout benchmarks (figures recorded in docs/BENCHMARKS.md).
 bench: $(TEMPORAL)
