@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/updatable-lrps/bbs/api"
-	"github.com/updatable-lrps/bbs/cell"
+	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/events"
 	"go.uber.org/zap"
@@ -50,7 +50,7 @@ func runAPICommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer temporal.Close()
-	a, err := startAPI(ctx, store, *listenAddr, tlsOpts, cell.NewClient(cellTLS), rf.client(temporal), log)
+	a, err := startAPI(ctx, store, *listenAddr, tlsOpts, cellapi.NewClient(cellTLS), rf.client(temporal), log)
 	if err != nil {
 		return err
 	}
@@ -91,13 +91,13 @@ type runningAPI struct {
 
 // startAPI serves the API on addr. It answers Unavailable until the migrations, which it
 // applies under an advisory lock, are in place.
-func startAPI(ctx context.Context, store *db.Store, addr string, tlsOpts tlsFlags, cells *cell.Client, rollouts api.Rollouts, log *zap.Logger) (*runningAPI, error) {
+func startAPI(ctx context.Context, store *db.Store, addr string, tlsOpts tlsFlags, cells *cellapi.Client, rollouts api.Rollouts, log *zap.Logger) (*runningAPI, error) {
 	ln, isTLS, err := listen(addr, tlsOpts)
 	if err != nil {
 		return nil, err
 	}
 	hub := events.NewHub(store, store.URL(), events.Options{}, log)
-	stopper := &cell.Stopper{Cells: store, Client: cells}
+	stopper := &cellapi.Stopper{Cells: store, Client: cells}
 	server := api.NewServer(store, stopper, log).WithEvents(hub).
 		WithRollouts(rollouts)
 	a := &runningAPI{

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/updatable-lrps/bbs/bbsclient"
-	"github.com/updatable-lrps/bbs/cell"
+	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/internal/pgcluster"
 	"github.com/updatable-lrps/bbs/internal/temporaldev"
 	"github.com/updatable-lrps/bbs/worker"
@@ -111,7 +111,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer temporal.Close()
-	a, err := startAPI(ctx, store, *apiAddr, tlsFlags{}, cell.NewClient(nil), rf.client(temporal), log)
+	a, err := startAPI(ctx, store, *apiAddr, tlsFlags{}, cellapi.NewClient(nil), rf.client(temporal), log)
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 	if *noWorker {
 		workerLine = "not started (--no-worker): run `bbs worker` yourself"
 	} else {
-		w, c, err := startWorker(ctx, tf, store, *convergeEvery, rf, cell.NewClient(nil), log)
+		w, c, err := startWorker(ctx, tf, store, *convergeEvery, rf, cellapi.NewClient(nil), log)
 		if err != nil {
 			return err
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/updatable-lrps/bbs/activities"
 	"github.com/updatable-lrps/bbs/auctioneer"
-	"github.com/updatable-lrps/bbs/cell"
+	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/temporalzap"
 	"github.com/updatable-lrps/bbs/worker"
@@ -95,7 +95,7 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	w, c, err := startWorker(ctx, tf, store, *every, rf, cell.NewClient(cellTLS), log)
+	w, c, err := startWorker(ctx, tf, store, *every, rf, cellapi.NewClient(cellTLS), log)
 	if err != nil {
 		return err
 	}
@@ -109,12 +109,12 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 // convergence schedule runs every `every`, and runs placement (which leads in one worker
 // process at a time) and the cell watch (which triggers convergence when a cell vanishes)
 // until ctx ends.
-func startWorker(ctx context.Context, tf temporalFlags, store *db.Store, every time.Duration, rf rolloutFlags, cells *cell.Client, log *zap.Logger) (sdkworker.Worker, client.Client, error) {
+func startWorker(ctx context.Context, tf temporalFlags, store *db.Store, every time.Duration, rf rolloutFlags, cells *cellapi.Client, log *zap.Logger) (sdkworker.Worker, client.Client, error) {
 	c, err := tf.dial(ctx, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	stopper := &cell.Stopper{Cells: store, Client: cells}
+	stopper := &cellapi.Stopper{Cells: store, Client: cells}
 	waiter := activities.NewPGWaiter(store.URL(), log)
 	go func() { <-ctx.Done(); waiter.Close() }()
 	w := worker.New(c, worker.Deps{Store: store, Stopper: stopper, Waiter: waiter, Log: log,

@@ -18,6 +18,7 @@ import (
 	"github.com/updatable-lrps/bbs/auctioneer"
 	"github.com/updatable-lrps/bbs/bbsclient"
 	"github.com/updatable-lrps/bbs/cell"
+	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/events"
 	"github.com/updatable-lrps/bbs/executor"
@@ -76,7 +77,7 @@ type Options struct {
 type Cluster struct {
 	Store *db.Store
 	// Stopper asks cells to stop instances (what the API and the activities use).
-	Stopper *cell.Stopper
+	Stopper *cellapi.Stopper
 	BBS     *bbsclient.Client
 	URL     string
 	// Temporal is the Temporal client (nil without Options.Temporal), and TaskQueue the queue
@@ -113,7 +114,7 @@ func New(t testing.TB, opts Options) *Cluster {
 	if opts.RestartPolicy != nil {
 		store.SetRestartPolicy(*opts.RestartPolicy)
 	}
-	c := &Cluster{Store: store, Stopper: &cell.Stopper{Cells: store, Client: cell.NewClient(nil)}, t: t, backend: opts.Backend, opts: opts}
+	c := &Cluster{Store: store, Stopper: &cellapi.Stopper{Cells: store, Client: cellapi.NewClient(nil)}, t: t, backend: opts.Backend, opts: opts}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	t.Cleanup(c.stop)
 
@@ -127,7 +128,7 @@ func New(t testing.TB, opts Options) *Cluster {
 	c.closers = append(c.closers, ts.Close)
 	c.URL = ts.URL
 	c.BBS = bbsclient.New(ts.URL, nil)
-	placement := auctioneer.New(store, cell.NewClient(nil), auctioneer.Options{Interval: 200 * time.Millisecond, Resend: 5 * time.Second, RetryFailed: time.Second}, log)
+	placement := auctioneer.New(store, cellapi.NewClient(nil), auctioneer.Options{Interval: 200 * time.Millisecond, Resend: 5 * time.Second, RetryFailed: time.Second}, log)
 	c.goRun(func(ctx context.Context) { hub.Run(ctx) })
 	c.goRun(func(ctx context.Context) { placement.Run(ctx) })
 	if opts.ConvergeEvery > 0 {
