@@ -4,6 +4,9 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/go-chi/chi/v5/middleware"
+	"go.uber.org/zap"
 )
 
 type pingResponse struct {
@@ -22,6 +25,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.store.Ping(ctx); err != nil {
+		s.log.Warn("health check: database unavailable", zap.String("request_id", middleware.GetReqID(r.Context())), zap.Error(err))
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "database unavailable"})
 		return
 	}
