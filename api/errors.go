@@ -38,17 +38,17 @@ type errorResponse struct {
 }
 
 // itemError is writeError for one item of a batch answer; nil for nil.
-func (s *Server) itemError(ctx context.Context, err error) *model.Error {
+func itemError(ctx context.Context, log *zap.Logger, err error) *model.Error {
 	if err == nil {
 		return nil
 	}
-	return s.publicError(ctx, "batch item failed", err)
+	return publicError(ctx, log, "batch item failed", err)
 }
 
 // writeError answers with err's type and message. An error that is not a model error is a
 // bug: the client learns only the request id, and the cause goes to the log.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	me := s.publicError(r.Context(), "request failed", err, zap.String("path", r.URL.Path))
+	me := publicError(r.Context(), s.log, "request failed", err, zap.String("path", r.URL.Path))
 	writeJSON(w, statusOf(me.Type), errorResponse{Error: me})
 }
 
@@ -58,16 +58,16 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // retries on them) and is logged when it carries more than the client sees: the database
 // error behind "database unavailable", say, without which an outage leaves nothing to
 // diagnose. Other model errors are the client's to act on and are not logged.
-func (s *Server) publicError(ctx context.Context, msg string, err error, fields ...zap.Field) *model.Error {
+func publicError(ctx context.Context, log *zap.Logger, msg string, err error, fields ...zap.Field) *model.Error {
 	reqID := middleware.GetReqID(ctx)
 	var me *model.Error
 	if !errors.As(err, &me) || statusOf(me.Type) == http.StatusInternalServerError {
-		s.log.Error(msg, append(fields, zap.String("request_id", reqID), zap.Error(err))...)
+		log.Error(msg, append(fields, zap.String("request_id", reqID), zap.Error(err))...)
 		return model.Errorf(model.ErrUnknown, "internal error, request id %s", reqID)
 	}
 	shown := &model.Error{Type: me.Type, Message: me.Message}
 	if statusOf(me.Type) == http.StatusServiceUnavailable && err.Error() != shown.Error() {
-		s.log.Warn(msg, append(fields, zap.String("request_id", reqID), zap.String("type", string(me.Type)), zap.Error(err))...)
+		log.Warn(msg, append(fields, zap.String("request_id", reqID), zap.String("type", string(me.Type)), zap.Error(err))...)
 	}
 	return me
 }
