@@ -6,6 +6,22 @@ import (
 	"github.com/updatable-lrps/bbs/model"
 )
 
+// ActualLRPStore is what the instance routes of API clients need of the database: reading
+// instances and retiring one.
+type ActualLRPStore interface {
+	ActualLRPs(ctx context.Context, f model.ActualLRPFilter) ([]model.ActualLRP, error)
+	EachActualLRP(ctx context.Context, f model.ActualLRPFilter, fn func(*model.ActualLRP) error) error
+	ActualLRPGroupByProcessGUIDAndIndex(ctx context.Context, guid string, index int32) (*model.ActualLRPGroup, error)
+	RetireActualLRP(ctx context.Context, key model.ActualLRPKey) (*model.ActualLRP, error)
+}
+
+// actualLRPHandlers serve the instance routes of API clients; the cells' own are
+// lifecycleHandlers.
+type actualLRPHandlers struct {
+	store   ActualLRPStore
+	stopper *instanceStopper
+}
+
 type actualLRPFilterRequest struct {
 	model.ActualLRPFilter
 }
@@ -72,14 +88,14 @@ type actualLRPGroupResponse struct {
 	Group *model.ActualLRPGroup `json:"actual_lrp_group"`
 }
 
-func (s *Server) eachActualLRP(ctx context.Context, req *actualLRPFilterRequest, yield func(*model.ActualLRP) error) error {
-	return s.store.EachActualLRP(ctx, req.ActualLRPFilter, yield)
+func (h *actualLRPHandlers) eachActualLRP(ctx context.Context, req *actualLRPFilterRequest, yield func(*model.ActualLRP) error) error {
+	return h.store.EachActualLRP(ctx, req.ActualLRPFilter, yield)
 }
 
 // eachActualLRPGroup yields one group per (process guid, definition id, index): the store
 // lists the instances of a slot next to each other, so each group is complete when the
 // next slot begins.
-func (s *Server) eachActualLRPGroup(ctx context.Context, req *actualLRPGroupsFilterRequest, yield func(*model.ActualLRPGroup) error) error {
+func (h *actualLRPHandlers) eachActualLRPGroup(ctx context.Context, req *actualLRPGroupsFilterRequest, yield func(*model.ActualLRPGroup) error) error {
 	var slot []model.ActualLRP
 	flush := func() error {
 		if len(slot) == 0 {
@@ -93,7 +109,7 @@ func (s *Server) eachActualLRPGroup(ctx context.Context, req *actualLRPGroupsFil
 		slot = nil
 		return nil
 	}
-	err := s.store.EachActualLRP(ctx, model.ActualLRPFilter{Domain: req.Domain, CellID: req.CellID}, func(a *model.ActualLRP) error {
+	err := h.store.EachActualLRP(ctx, model.ActualLRPFilter{Domain: req.Domain, CellID: req.CellID}, func(a *model.ActualLRP) error {
 		if len(slot) > 0 && (slot[0].ProcessGUID != a.ProcessGUID || slot[0].DefinitionID != a.DefinitionID || slot[0].Index != a.Index) {
 			if err := flush(); err != nil {
 				return err
@@ -108,12 +124,12 @@ func (s *Server) eachActualLRPGroup(ctx context.Context, req *actualLRPGroupsFil
 	return flush()
 }
 
-func (s *Server) listActualLRPGroupsByProcessGUID(ctx context.Context, req *processGUIDRequest) (actualLRPGroupsResponse, error) {
-	return s.groups(ctx, model.ActualLRPFilter{ProcessGUID: req.ProcessGUID})
+func (h *actualLRPHandlers) listActualLRPGroupsByProcessGUID(ctx context.Context, req *processGUIDRequest) (actualLRPGroupsResponse, error) {
+	return h.groups(ctx, model.ActualLRPFilter{ProcessGUID: req.ProcessGUID})
 }
 
-func (s *Server) groups(ctx context.Context, f model.ActualLRPFilter) (actualLRPGroupsResponse, error) {
-	lrps, err := s.store.ActualLRPs(ctx, f)
+func (h *actualLRPHandlers) groups(ctx context.Context, f model.ActualLRPFilter) (actualLRPGroupsResponse, error) {
+	lrps, err := h.store.ActualLRPs(ctx, f)
 	if err != nil {
 		return actualLRPGroupsResponse{}, err
 	}
@@ -124,13 +140,13 @@ func (s *Server) groups(ctx context.Context, f model.ActualLRPFilter) (actualLRP
 	return actualLRPGroupsResponse{Groups: groups}, nil
 }
 
-func (s *Server) actualLRPGroupByProcessGUIDAndIndex(ctx context.Context, req *actualLRPGroupByIndexRequest) (actualLRPGroupResponse, error) {
-	g, err := s.store.ActualLRPGroupByProcessGUIDAndIndex(ctx, req.ProcessGUID, *req.Index)
+func (h *actualLRPHandlers) actualLRPGroupByProcessGUIDAndIndex(ctx context.Context, req *actualLRPGroupByIndexRequest) (actualLRPGroupResponse, error) {
+	g, err := h.store.ActualLRPGroupByProcessGUIDAndIndex(ctx, req.ProcessGUID, *req.Index)
 	return actualLRPGroupResponse{Group: g}, err
 }
 
-func (s *Server) retireActualLRP(ctx context.Context, req *retireRequest) (emptyResponse, error) {
-	toStop, err := s.store.RetireActualLRP(ctx, model.ActualLRPKey{
+func (h *actualLRPHandlers) retireActualLRP(ctx context.Context, req *retireRequest) (emptyResponse, error) {
+	toStop, err := h.store.RetireActualLRP(ctx, model.ActualLRPKey{
 		ProcessGUID: req.Key.ProcessGUID, DefinitionID: req.Key.DefinitionID,
 		Index: *req.Key.Index, Domain: req.Key.Domain,
 	})
@@ -138,7 +154,7 @@ func (s *Server) retireActualLRP(ctx context.Context, req *retireRequest) (empty
 		return emptyResponse{}, err
 	}
 	if toStop != nil {
-		s.stop(ctx, []model.ActualLRP{*toStop})
+		h.stopper.stop(ctx, []model.ActualLRP{*toStop})
 	}
 	return emptyResponse{}, nil
 }

@@ -66,20 +66,20 @@ type batchResponse struct {
 	Results []batchResult `json:"results"`
 }
 
-func (s *Server) claimActualLRPs(ctx context.Context, req *batchRequest) (batchResponse, error) {
-	res, err := s.store.ClaimActualLRPs(ctx, req.reports())
-	return s.batchResponse(ctx, res), err
+func (h *lifecycleHandlers) claimActualLRPs(ctx context.Context, req *batchRequest) (batchResponse, error) {
+	res, err := h.store.ClaimActualLRPs(ctx, req.reports())
+	return h.batchResponse(ctx, res), err
 }
 
-func (s *Server) startActualLRPs(ctx context.Context, req *batchRequest) (batchResponse, error) {
-	res, err := s.store.StartActualLRPs(ctx, req.reports())
-	return s.batchResponse(ctx, res), err
+func (h *lifecycleHandlers) startActualLRPs(ctx context.Context, req *batchRequest) (batchResponse, error) {
+	res, err := h.store.StartActualLRPs(ctx, req.reports())
+	return h.batchResponse(ctx, res), err
 }
 
-func (s *Server) batchResponse(ctx context.Context, res []db.BatchResult) batchResponse {
+func (h *lifecycleHandlers) batchResponse(ctx context.Context, res []db.BatchResult) batchResponse {
 	out := batchResponse{Results: make([]batchResult, len(res))}
 	for i, r := range res {
-		out.Results[i] = batchResult{ActualLRP: r.ActualLRP, Error: s.itemError(ctx, r.Err)}
+		out.Results[i] = batchResult{ActualLRP: r.ActualLRP, Error: itemError(ctx, h.log, r.Err)}
 	}
 	return out
 }

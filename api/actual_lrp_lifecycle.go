@@ -3,10 +3,31 @@ package api
 import (
 	"context"
 
+	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
+	"go.uber.org/zap"
 )
 
-// The lifecycle routes the cell agents call as they run instances (BBS's rep routes).
+// LifecycleStore is what the lifecycle routes need of the database: the compare-and-swap
+// transitions the cell agents report as they run instances (BBS's rep routes), one at a
+// time or in batches.
+type LifecycleStore interface {
+	ClaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, tag *model.ModificationTag) (*model.ActualLRP, error)
+	StartActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo, tag *model.ModificationTag) (*model.ActualLRP, error)
+	ClaimActualLRPs(ctx context.Context, reports []db.InstanceReport) ([]db.BatchResult, error)
+	StartActualLRPs(ctx context.Context, reports []db.InstanceReport) ([]db.BatchResult, error)
+	CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, reason string, tag *model.ModificationTag) (*model.ActualLRP, error)
+	FailActualLRP(ctx context.Context, key model.ActualLRPKey, placementError string, tag *model.ModificationTag) (*model.ActualLRP, error)
+	RemoveActualLRP(ctx context.Context, key model.ActualLRPKey, presence string, ik *model.ActualLRPInstanceKey, tag *model.ModificationTag) error
+	UnclaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) (*model.ActualLRP, error)
+}
+
+// lifecycleHandlers serve the lifecycle routes. A batch answers each instance's error
+// apart, so they log those as writeError does.
+type lifecycleHandlers struct {
+	store LifecycleStore
+	log   *zap.Logger
+}
 
 // lifecycleKey is an ActualLRPKey whose index must be given explicitly.
 type lifecycleKey struct {
@@ -101,44 +122,31 @@ type actualLRPResponse struct {
 	ActualLRP *model.ActualLRP `json:"actual_lrp"`
 }
 
-func (s *Server) claimActualLRP(ctx context.Context, req *claimRequest) (actualLRPResponse, error) {
-	a, err := s.store.ClaimActualLRP(ctx, req.Key.model(), *req.InstanceKey, req.ModificationTag)
+func (h *lifecycleHandlers) claimActualLRP(ctx context.Context, req *claimRequest) (actualLRPResponse, error) {
+	a, err := h.store.ClaimActualLRP(ctx, req.Key.model(), *req.InstanceKey, req.ModificationTag)
 	return actualLRPResponse{ActualLRP: a}, err
 }
 
-func (s *Server) startActualLRP(ctx context.Context, req *startRequest) (actualLRPResponse, error) {
-	a, err := s.store.StartActualLRP(ctx, req.Key.model(), *req.InstanceKey, req.NetInfo, req.ModificationTag)
+func (h *lifecycleHandlers) startActualLRP(ctx context.Context, req *startRequest) (actualLRPResponse, error) {
+	a, err := h.store.StartActualLRP(ctx, req.Key.model(), *req.InstanceKey, req.NetInfo, req.ModificationTag)
 	return actualLRPResponse{ActualLRP: a}, err
 }
 
-func (s *Server) crashActualLRP(ctx context.Context, req *crashRequest) (actualLRPResponse, error) {
-	a, err := s.store.CrashActualLRP(ctx, req.Key.model(), *req.InstanceKey, req.ErrorMessage, req.ModificationTag)
+func (h *lifecycleHandlers) crashActualLRP(ctx context.Context, req *crashRequest) (actualLRPResponse, error) {
+	a, err := h.store.CrashActualLRP(ctx, req.Key.model(), *req.InstanceKey, req.ErrorMessage, req.ModificationTag)
 	return actualLRPResponse{ActualLRP: a}, err
 }
 
-func (s *Server) failActualLRP(ctx context.Context, req *failRequest) (actualLRPResponse, error) {
-	a, err := s.store.FailActualLRP(ctx, req.Key.model(), req.ErrorMessage, req.ModificationTag)
+func (h *lifecycleHandlers) failActualLRP(ctx context.Context, req *failRequest) (actualLRPResponse, error) {
+	a, err := h.store.FailActualLRP(ctx, req.Key.model(), req.ErrorMessage, req.ModificationTag)
 	return actualLRPResponse{ActualLRP: a}, err
 }
 
-func (s *Server) removeActualLRP(ctx context.Context, req *removeRequest) (emptyResponse, error) {
-	return emptyResponse{}, s.store.RemoveActualLRP(ctx, req.Key.model(), model.PresenceOrdinary, req.InstanceKey, req.ModificationTag)
+func (h *lifecycleHandlers) removeActualLRP(ctx context.Context, req *removeRequest) (emptyResponse, error) {
+	return emptyResponse{}, h.store.RemoveActualLRP(ctx, req.Key.model(), model.PresenceOrdinary, req.InstanceKey, req.ModificationTag)
 }
 
-type keepContainerResponse struct {
-	KeepContainer bool `json:"keep_container"`
-}
-
-func (s *Server) unclaimActualLRP(ctx context.Context, req *claimRequest) (actualLRPResponse, error) {
-	a, err := s.store.UnclaimActualLRP(ctx, req.Key.model(), *req.InstanceKey)
+func (h *lifecycleHandlers) unclaimActualLRP(ctx context.Context, req *claimRequest) (actualLRPResponse, error) {
+	a, err := h.store.UnclaimActualLRP(ctx, req.Key.model(), *req.InstanceKey)
 	return actualLRPResponse{ActualLRP: a}, err
-}
-
-func (s *Server) evacuateRunningActualLRP(ctx context.Context, req *startRequest) (keepContainerResponse, error) {
-	keep, err := s.store.EvacuateRunningActualLRP(ctx, req.Key.model(), *req.InstanceKey, req.NetInfo)
-	return keepContainerResponse{KeepContainer: keep}, err
-}
-
-func (s *Server) removeEvacuatingActualLRP(ctx context.Context, req *claimRequest) (emptyResponse, error) {
-	return emptyResponse{}, s.store.RemoveEvacuatingActualLRP(ctx, req.Key.model(), *req.InstanceKey)
 }

@@ -7,14 +7,25 @@ import (
 	"github.com/updatable-lrps/bbs/model"
 )
 
+// CellStore is what the cell presence routes need of the database.
+type CellStore interface {
+	Cells(ctx context.Context) ([]model.CellPresence, error)
+	UpsertCell(ctx context.Context, c model.CellPresence, ttl time.Duration) error
+	RemoveCell(ctx context.Context, cellID string) error
+}
+
+// cellHandlers serve the cell presence routes: the cells' heartbeats and the list placement
+// and operators read.
+type cellHandlers struct{ store CellStore }
+
 type listCellsRequest struct{}
 
 type cellsResponse struct {
 	Cells []model.CellPresence `json:"cells"`
 }
 
-func (s *Server) listCells(ctx context.Context, _ *listCellsRequest) (cellsResponse, error) {
-	cells, err := s.store.Cells(ctx)
+func (h *cellHandlers) listCells(ctx context.Context, _ *listCellsRequest) (cellsResponse, error) {
+	cells, err := h.store.Cells(ctx)
 	return cellsResponse{Cells: cells}, err
 }
 
@@ -43,14 +54,14 @@ type cellIDRequest struct {
 
 func (r *cellIDRequest) Validate() error { return model.ValidateGUID("cell_id", r.CellID) }
 
-func (s *Server) cellHeartbeat(ctx context.Context, req *cellHeartbeatRequest) (emptyResponse, error) {
+func (h *cellHandlers) cellHeartbeat(ctx context.Context, req *cellHeartbeatRequest) (emptyResponse, error) {
 	ttl := DefaultCellTTL
 	if req.TTL > 0 {
 		ttl = time.Duration(req.TTL) * time.Second
 	}
-	return emptyResponse{}, s.store.UpsertCell(ctx, *req.Cell, ttl)
+	return emptyResponse{}, h.store.UpsertCell(ctx, *req.Cell, ttl)
 }
 
-func (s *Server) removeCell(ctx context.Context, req *cellIDRequest) (emptyResponse, error) {
-	return emptyResponse{}, s.store.RemoveCell(ctx, req.CellID)
+func (h *cellHandlers) removeCell(ctx context.Context, req *cellIDRequest) (emptyResponse, error) {
+	return emptyResponse{}, h.store.RemoveCell(ctx, req.CellID)
 }

@@ -6,6 +6,15 @@ import (
 	"github.com/updatable-lrps/bbs/model"
 )
 
+// DomainStore is what the domain routes need of the database.
+type DomainStore interface {
+	UpsertDomain(ctx context.Context, d model.Domain) error
+	FreshDomains(ctx context.Context) ([]string, error)
+}
+
+// domainHandlers serve the domain routes.
+type domainHandlers struct{ store DomainStore }
+
 type upsertDomainRequest struct {
 	model.Domain
 }
@@ -18,11 +27,11 @@ type domainsResponse struct {
 
 type emptyResponse struct{}
 
-func (s *Server) upsertDomain(ctx context.Context, req *upsertDomainRequest) (emptyResponse, error) {
-	return emptyResponse{}, s.store.UpsertDomain(ctx, req.Domain)
+func (h *domainHandlers) upsertDomain(ctx context.Context, req *upsertDomainRequest) (emptyResponse, error) {
+	return emptyResponse{}, h.store.UpsertDomain(ctx, req.Domain)
 }
 
-func (s *Server) listDomains(ctx context.Context, _ *listDomainsRequest) (domainsResponse, error) {
-	names, err := s.store.FreshDomains(ctx)
+func (h *domainHandlers) listDomains(ctx context.Context, _ *listDomainsRequest) (domainsResponse, error) {
+	names, err := h.store.FreshDomains(ctx)
 	return domainsResponse{Domains: names}, err
 }

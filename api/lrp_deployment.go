@@ -4,9 +4,23 @@ import (
 	"context"
 
 	"github.com/updatable-lrps/bbs/db"
-
 	"github.com/updatable-lrps/bbs/model"
 )
+
+// LRPDeploymentStore is what the LRP deployment routes need of the database to read
+// deployments; they change them through the desired LRP and rollout operations.
+type LRPDeploymentStore interface {
+	LRPDeploymentByProcessGUID(ctx context.Context, guid string) (*model.LRPDeployment, error)
+	LRPDeployments(ctx context.Context, f model.DesiredLRPFilter) ([]model.LRPDeployment, error)
+}
+
+// lrpDeploymentHandlers serve the LRP deployment routes: a deployment is a desired LRP seen
+// with its map of definitions, so it is created, updated and deleted as one, and read back.
+type lrpDeploymentHandlers struct {
+	store    LRPDeploymentStore
+	desired  *desiredLRPHandlers
+	rollouts *rolloutHandlers
+}
 
 type createLRPDeploymentRequest struct {
 	model.LRPDeploymentCreate
@@ -43,53 +57,46 @@ type lrpDeploymentsResponse struct {
 	LRPDeployments []model.LRPDeployment `json:"lrp_deployments"`
 }
 
-func (s *Server) createLRPDeployment(ctx context.Context, req *createLRPDeploymentRequest) (lrpDeploymentResponse, error) {
-	if _, err := s.store.DesireLRP(ctx, req.desired); err != nil {
+func (h *lrpDeploymentHandlers) createLRPDeployment(ctx context.Context, req *createLRPDeploymentRequest) (lrpDeploymentResponse, error) {
+	if _, err := h.desired.store.DesireLRP(ctx, req.desired); err != nil {
 		return lrpDeploymentResponse{}, err
 	}
-	dep, err := s.store.LRPDeploymentByProcessGUID(ctx, req.desired.ProcessGUID)
-	return lrpDeploymentResponse{LRPDeployment: dep}, err
+	return h.get(ctx, req.desired.ProcessGUID)
 }
 
-func (s *Server) updateLRPDeployment(ctx context.Context, req *updateLRPDeploymentRequest) (lrpDeploymentResponse, error) {
-	if req.update.Definition != nil {
-		// Seed 000: a new definition during a rollout supersedes it.
-		if _, err := s.startRollout(ctx, db.RolloutRequest{ProcessGUID: req.ProcessGUID, Kind: model.RolloutKindUpdate,
-			Definition: req.update.Definition, Update: withoutDefinition(req.update), Supersede: true}); err != nil {
-			return lrpDeploymentResponse{}, err
-		}
-		dep, err := s.store.LRPDeploymentByProcessGUID(ctx, req.ProcessGUID)
-		return lrpDeploymentResponse{LRPDeployment: dep}, err
-	}
-	res, err := s.store.UpdateDesiredLRP(ctx, req.ProcessGUID, req.update)
-	if err != nil {
+// updateLRPDeployment changes the LRP; a new definition supersedes a rollout under way
+// (seed 000).
+func (h *lrpDeploymentHandlers) updateLRPDeployment(ctx context.Context, req *updateLRPDeploymentRequest) (lrpDeploymentResponse, error) {
+	if _, err := h.desired.update(ctx, req.ProcessGUID, req.update, true); err != nil {
 		return lrpDeploymentResponse{}, err
 	}
-	s.stop(ctx, res.ToStop)
-	dep, err := s.store.LRPDeploymentByProcessGUID(ctx, req.ProcessGUID)
-	return lrpDeploymentResponse{LRPDeployment: dep}, err
+	return h.get(ctx, req.ProcessGUID)
 }
 
 // activateLRPDeployment walks the LRP to a definition of its map (seed 000).
-func (s *Server) activateLRPDeployment(ctx context.Context, req *rollbackRequest) (lrpDeploymentResponse, error) {
-	if _, err := s.startRollout(ctx, db.RolloutRequest{ProcessGUID: req.ProcessGUID, Kind: model.RolloutKindActivate,
+func (h *lrpDeploymentHandlers) activateLRPDeployment(ctx context.Context, req *rollbackRequest) (lrpDeploymentResponse, error) {
+	if _, err := h.rollouts.start(ctx, db.RolloutRequest{ProcessGUID: req.ProcessGUID, Kind: model.RolloutKindActivate,
 		DefinitionID: req.DefinitionID, Supersede: true}); err != nil {
 		return lrpDeploymentResponse{}, err
 	}
-	dep, err := s.store.LRPDeploymentByProcessGUID(ctx, req.ProcessGUID)
-	return lrpDeploymentResponse{LRPDeployment: dep}, err
+	return h.get(ctx, req.ProcessGUID)
 }
 
-func (s *Server) deleteLRPDeployment(ctx context.Context, req *processGUIDRequest) (emptyResponse, error) {
-	return s.removeDesiredLRP(ctx, req)
+func (h *lrpDeploymentHandlers) deleteLRPDeployment(ctx context.Context, req *processGUIDRequest) (emptyResponse, error) {
+	return emptyResponse{}, h.desired.remove(ctx, req.ProcessGUID)
 }
 
-func (s *Server) lrpDeploymentByProcessGUID(ctx context.Context, req *processGUIDRequest) (lrpDeploymentResponse, error) {
-	dep, err := s.store.LRPDeploymentByProcessGUID(ctx, req.ProcessGUID)
-	return lrpDeploymentResponse{LRPDeployment: dep}, err
+func (h *lrpDeploymentHandlers) lrpDeploymentByProcessGUID(ctx context.Context, req *processGUIDRequest) (lrpDeploymentResponse, error) {
+	return h.get(ctx, req.ProcessGUID)
 }
 
-func (s *Server) listLRPDeployments(ctx context.Context, req *desiredLRPFilterRequest) (lrpDeploymentsResponse, error) {
-	deps, err := s.store.LRPDeployments(ctx, req.DesiredLRPFilter)
+func (h *lrpDeploymentHandlers) listLRPDeployments(ctx context.Context, req *desiredLRPFilterRequest) (lrpDeploymentsResponse, error) {
+	deps, err := h.store.LRPDeployments(ctx, req.DesiredLRPFilter)
 	return lrpDeploymentsResponse{LRPDeployments: deps}, err
+}
+
+// get reads the deployment of guid, as each change answers.
+func (h *lrpDeploymentHandlers) get(ctx context.Context, guid string) (lrpDeploymentResponse, error) {
+	dep, err := h.store.LRPDeploymentByProcessGUID(ctx, guid)
+	return lrpDeploymentResponse{LRPDeployment: dep}, err
 }

@@ -3,8 +3,17 @@ package api
 import (
 	"context"
 
+	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
 )
+
+// RolloutStore is what rollouts need of the database: reading them, and starting one (the
+// new definition and the rollout row in one transaction).
+type RolloutStore interface {
+	Rollouts(ctx context.Context, f model.RolloutFilter) ([]model.Rollout, error)
+	RolloutByProcessGUID(ctx context.Context, guid string) (*model.Rollout, error)
+	StartRollout(ctx context.Context, req db.RolloutRequest) (*db.RolloutStart, error)
+}
 
 type rolloutFilterRequest struct {
 	model.RolloutFilter
@@ -25,12 +34,12 @@ type rolloutResponse struct {
 	Rollout *model.Rollout `json:"rollout"`
 }
 
-func (s *Server) listRollouts(ctx context.Context, req *rolloutFilterRequest) (rolloutsResponse, error) {
-	rs, err := s.store.Rollouts(ctx, req.RolloutFilter)
+func (h *rolloutHandlers) listRollouts(ctx context.Context, req *rolloutFilterRequest) (rolloutsResponse, error) {
+	rs, err := h.store.Rollouts(ctx, req.RolloutFilter)
 	return rolloutsResponse{Rollouts: rs}, err
 }
 
-func (s *Server) getRollout(ctx context.Context, req *processGUIDRequest) (rolloutResponse, error) {
-	r, err := s.store.RolloutByProcessGUID(ctx, req.ProcessGUID)
+func (h *rolloutHandlers) getRollout(ctx context.Context, req *processGUIDRequest) (rolloutResponse, error) {
+	r, err := h.store.RolloutByProcessGUID(ctx, req.ProcessGUID)
 	return rolloutResponse{Rollout: r}, err
 }

@@ -13,59 +13,33 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
-	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
 	"go.uber.org/zap"
 )
 
-// Store is what the API needs of the database layer.
+// Store is everything the API needs of the database layer, one interface per entity as
+// cloudfoundry/bbs's db.DB composes DomainDB, ActualLRPDB, DesiredLRPDB, .... Each group of
+// handlers holds only its own part; NewServer takes the whole so that callers pass one value
+// (*db.Store).
 type Store interface {
-	Ping(ctx context.Context) error
-	UpsertDomain(ctx context.Context, d model.Domain) error
-	FreshDomains(ctx context.Context) ([]string, error)
-	DesireLRP(ctx context.Context, d *model.DesiredLRP) (*model.DesiredLRP, error)
-	DesiredLRPByProcessGUID(ctx context.Context, guid string) (*model.DesiredLRP, error)
-	DesiredLRPs(ctx context.Context, f model.DesiredLRPFilter) ([]model.DesiredLRP, error)
-	DesiredLRPSchedulingInfos(ctx context.Context, f model.DesiredLRPFilter) ([]model.DesiredLRPSchedulingInfo, error)
-	UpdateDesiredLRP(ctx context.Context, guid string, u *model.DesiredLRPUpdate) (*db.UpdateResult, error)
-	RemoveDesiredLRP(ctx context.Context, guid string) (*db.RemoveResult, error)
-	LRPDeploymentByProcessGUID(ctx context.Context, guid string) (*model.LRPDeployment, error)
-	LRPDeployments(ctx context.Context, f model.DesiredLRPFilter) ([]model.LRPDeployment, error)
-	ActualLRPs(ctx context.Context, f model.ActualLRPFilter) ([]model.ActualLRP, error)
-	EachActualLRP(ctx context.Context, f model.ActualLRPFilter, fn func(*model.ActualLRP) error) error
-	ActualLRPGroupByProcessGUIDAndIndex(ctx context.Context, guid string, index int32) (*model.ActualLRPGroup, error)
-	RetireActualLRP(ctx context.Context, key model.ActualLRPKey) (*model.ActualLRP, error)
-	Rollouts(ctx context.Context, f model.RolloutFilter) ([]model.Rollout, error)
-	RolloutByProcessGUID(ctx context.Context, guid string) (*model.Rollout, error)
-	Cells(ctx context.Context) ([]model.CellPresence, error)
-	UpsertCell(ctx context.Context, c model.CellPresence, ttl time.Duration) error
-	RemoveCell(ctx context.Context, cellID string) error
-	ClaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, tag *model.ModificationTag) (*model.ActualLRP, error)
-	StartActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo, tag *model.ModificationTag) (*model.ActualLRP, error)
-	ClaimActualLRPs(ctx context.Context, reports []db.InstanceReport) ([]db.BatchResult, error)
-	StartActualLRPs(ctx context.Context, reports []db.InstanceReport) ([]db.BatchResult, error)
-	CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, reason string, tag *model.ModificationTag) (*model.ActualLRP, error)
-	FailActualLRP(ctx context.Context, key model.ActualLRPKey, placementError string, tag *model.ModificationTag) (*model.ActualLRP, error)
-	RemoveActualLRP(ctx context.Context, key model.ActualLRPKey, presence string, ik *model.ActualLRPInstanceKey, tag *model.ModificationTag) error
-	UnclaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) (*model.ActualLRP, error)
-	EvacuateRunningActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo) (bool, error)
-	RemoveEvacuatingActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) error
-	StartRollout(ctx context.Context, req db.RolloutRequest) (*db.RolloutStart, error)
-}
-
-// Stopper asks cells to stop CLAIMED or RUNNING instances; the cells then remove the records.
-type Stopper interface {
-	StopInstances(ctx context.Context, lrps []model.ActualLRP) error
+	Pinger
+	DomainStore
+	DesiredLRPStore
+	LRPDeploymentStore
+	ActualLRPStore
+	LifecycleStore
+	EvacuationStore
+	RolloutStore
+	CellStore
 }
 
 // Server serves the HTTP API.
 type Server struct {
-	store    Store
-	stopper  Stopper
+	pinger   Pinger
 	log      *zap.Logger
 	metrics  *metrics
 	events   EventSource
-	rollouts Rollouts
+	rollouts *rolloutHandlers // WithRollouts gives it the workflows
 	ready    atomic.Bool
 	router   chi.Router
 }
@@ -74,9 +48,34 @@ type Server struct {
 // instances that would need a stop are then logged. The server answers Unavailable until
 // MarkReady is called (after migrations).
 func NewServer(store Store, stopper Stopper, log *zap.Logger) *Server {
-	s := &Server{store: store, stopper: stopper, log: log.Named("api"), metrics: newMetrics()}
-	s.router = s.routes()
+	log = log.Named("api")
+	s := &Server{pinger: store, log: log, metrics: newMetrics()}
+	stops := &instanceStopper{stopper: stopper, log: log}
+	s.rollouts = &rolloutHandlers{store: store, stopper: stops, log: log}
+	desired := &desiredLRPHandlers{store: store, rollouts: s.rollouts, stopper: stops}
+	s.router = s.routes(routeHandlers{
+		domains:     &domainHandlers{store: store},
+		desired:     desired,
+		deployments: &lrpDeploymentHandlers{store: store, desired: desired, rollouts: s.rollouts},
+		actual:      &actualLRPHandlers{store: store, stopper: stops},
+		rollouts:    s.rollouts,
+		cells:       &cellHandlers{store: store},
+		lifecycle:   &lifecycleHandlers{store: store, log: log},
+		evacuation:  &evacuationHandlers{store: store},
+	})
 	return s
+}
+
+// routeHandlers are the groups of handlers the routes mount, one per entity.
+type routeHandlers struct {
+	domains     *domainHandlers
+	desired     *desiredLRPHandlers
+	deployments *lrpDeploymentHandlers
+	actual      *actualLRPHandlers
+	rollouts    *rolloutHandlers
+	cells       *cellHandlers
+	lifecycle   *lifecycleHandlers
+	evacuation  *evacuationHandlers
 }
 
 // MarkReady lets requests through once the database schema is in place.
@@ -85,7 +84,7 @@ func (s *Server) MarkReady() { s.ready.Store(true) }
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
-func (s *Server) routes() chi.Router {
+func (s *Server) routes(h routeHandlers) chi.Router {
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID, s.metrics.middleware, s.accessLog, s.recoverer)
 	r.Get("/healthz", s.healthz)
@@ -102,48 +101,48 @@ func (s *Server) routes() chi.Router {
 		r.Post("/v1/ping", s.ping)
 		r.Get("/v1/events/lrp_instances", s.streamEvents)
 
-		r.Post("/v1/domains/upsert", handle(s, s.upsertDomain))
-		r.Post("/v1/domains/list", handle(s, s.listDomains))
+		r.Post("/v1/domains/upsert", handle(s, h.domains.upsertDomain))
+		r.Post("/v1/domains/list", handle(s, h.domains.listDomains))
 
-		r.Post("/v1/desired_lrp/desire", handle(s, s.desireLRP))
-		r.Post("/v1/desired_lrps/get_by_process_guid", handle(s, s.desiredLRPByProcessGUID))
-		r.Post("/v1/desired_lrps/list", handle(s, s.listDesiredLRPs))
-		r.Post("/v1/desired_lrp_scheduling_infos/list", handle(s, s.listSchedulingInfos))
-		r.Post("/v1/desired_lrp/update", handle(s, s.updateDesiredLRP))
-		r.Post("/v1/desired_lrp/cancel_update", handle(s, s.cancelUpdate))
-		r.Post("/v1/desired_lrp/rollback", handle(s, s.rollback))
-		r.Post("/v1/desired_lrp/remove", handle(s, s.removeDesiredLRP))
+		r.Post("/v1/desired_lrp/desire", handle(s, h.desired.desireLRP))
+		r.Post("/v1/desired_lrps/get_by_process_guid", handle(s, h.desired.desiredLRPByProcessGUID))
+		r.Post("/v1/desired_lrps/list", handle(s, h.desired.listDesiredLRPs))
+		r.Post("/v1/desired_lrp_scheduling_infos/list", handle(s, h.desired.listSchedulingInfos))
+		r.Post("/v1/desired_lrp/update", handle(s, h.desired.updateDesiredLRP))
+		r.Post("/v1/desired_lrp/cancel_update", handle(s, h.desired.cancelUpdate))
+		r.Post("/v1/desired_lrp/rollback", handle(s, h.desired.rollback))
+		r.Post("/v1/desired_lrp/remove", handle(s, h.desired.removeDesiredLRP))
 
-		r.Post("/v1/lrp_deployments/create", handle(s, s.createLRPDeployment))
-		r.Post("/v1/lrp_deployments/update", handle(s, s.updateLRPDeployment))
-		r.Post("/v1/lrp_deployments/activate", handle(s, s.activateLRPDeployment))
-		r.Post("/v1/lrp_deployments/delete", handle(s, s.deleteLRPDeployment))
-		r.Post("/v1/lrp_deployments/get_by_process_guid", handle(s, s.lrpDeploymentByProcessGUID))
-		r.Post("/v1/lrp_deployments/list", handle(s, s.listLRPDeployments))
+		r.Post("/v1/lrp_deployments/create", handle(s, h.deployments.createLRPDeployment))
+		r.Post("/v1/lrp_deployments/update", handle(s, h.deployments.updateLRPDeployment))
+		r.Post("/v1/lrp_deployments/activate", handle(s, h.deployments.activateLRPDeployment))
+		r.Post("/v1/lrp_deployments/delete", handle(s, h.deployments.deleteLRPDeployment))
+		r.Post("/v1/lrp_deployments/get_by_process_guid", handle(s, h.deployments.lrpDeploymentByProcessGUID))
+		r.Post("/v1/lrp_deployments/list", handle(s, h.deployments.listLRPDeployments))
 
-		r.Post("/v1/actual_lrps/list", handleList(s, "actual_lrps", s.eachActualLRP))
-		r.Post("/v1/actual_lrp_groups/list", handleList(s, "actual_lrp_groups", s.eachActualLRPGroup))
-		r.Post("/v1/actual_lrp_groups/list_by_process_guid", handle(s, s.listActualLRPGroupsByProcessGUID))
-		r.Post("/v1/actual_lrp_groups/get_by_process_guid_and_index", handle(s, s.actualLRPGroupByProcessGUIDAndIndex))
-		r.Post("/v1/actual_lrps/retire", handle(s, s.retireActualLRP))
+		r.Post("/v1/actual_lrps/list", handleList(s, "actual_lrps", h.actual.eachActualLRP))
+		r.Post("/v1/actual_lrp_groups/list", handleList(s, "actual_lrp_groups", h.actual.eachActualLRPGroup))
+		r.Post("/v1/actual_lrp_groups/list_by_process_guid", handle(s, h.actual.listActualLRPGroupsByProcessGUID))
+		r.Post("/v1/actual_lrp_groups/get_by_process_guid_and_index", handle(s, h.actual.actualLRPGroupByProcessGUIDAndIndex))
+		r.Post("/v1/actual_lrps/retire", handle(s, h.actual.retireActualLRP))
 
-		r.Post("/v1/rollouts/list", handle(s, s.listRollouts))
-		r.Post("/v1/rollouts/get", handle(s, s.getRollout))
+		r.Post("/v1/rollouts/list", handle(s, h.rollouts.listRollouts))
+		r.Post("/v1/rollouts/get", handle(s, h.rollouts.getRollout))
 
-		r.Post("/v1/cells/list", handle(s, s.listCells))
-		r.Post("/v1/cells/heartbeat", handle(s, s.cellHeartbeat))
-		r.Post("/v1/cells/remove", handle(s, s.removeCell))
+		r.Post("/v1/cells/list", handle(s, h.cells.listCells))
+		r.Post("/v1/cells/heartbeat", handle(s, h.cells.cellHeartbeat))
+		r.Post("/v1/cells/remove", handle(s, h.cells.removeCell))
 
-		r.Post("/v1/actual_lrps/claim", handle(s, s.claimActualLRP))
-		r.Post("/v1/actual_lrps/start", handle(s, s.startActualLRP))
-		r.Post("/v1/actual_lrps/claim_batch", handle(s, s.claimActualLRPs))
-		r.Post("/v1/actual_lrps/start_batch", handle(s, s.startActualLRPs))
-		r.Post("/v1/actual_lrps/crash", handle(s, s.crashActualLRP))
-		r.Post("/v1/actual_lrps/fail", handle(s, s.failActualLRP))
-		r.Post("/v1/actual_lrps/remove", handle(s, s.removeActualLRP))
-		r.Post("/v1/actual_lrps/unclaim", handle(s, s.unclaimActualLRP))
-		r.Post("/v1/actual_lrps/evacuate_running", handle(s, s.evacuateRunningActualLRP))
-		r.Post("/v1/actual_lrps/remove_evacuating", handle(s, s.removeEvacuatingActualLRP))
+		r.Post("/v1/actual_lrps/claim", handle(s, h.lifecycle.claimActualLRP))
+		r.Post("/v1/actual_lrps/start", handle(s, h.lifecycle.startActualLRP))
+		r.Post("/v1/actual_lrps/claim_batch", handle(s, h.lifecycle.claimActualLRPs))
+		r.Post("/v1/actual_lrps/start_batch", handle(s, h.lifecycle.startActualLRPs))
+		r.Post("/v1/actual_lrps/crash", handle(s, h.lifecycle.crashActualLRP))
+		r.Post("/v1/actual_lrps/fail", handle(s, h.lifecycle.failActualLRP))
+		r.Post("/v1/actual_lrps/remove", handle(s, h.lifecycle.removeActualLRP))
+		r.Post("/v1/actual_lrps/unclaim", handle(s, h.lifecycle.unclaimActualLRP))
+		r.Post("/v1/actual_lrps/evacuate_running", handle(s, h.evacuation.evacuateRunningActualLRP))
+		r.Post("/v1/actual_lrps/remove_evacuating", handle(s, h.evacuation.removeEvacuatingActualLRP))
 	})
 	return r
 }
@@ -312,22 +311,4 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		next.ServeHTTP(ww, r)
 		aborted = false
 	})
-}
-
-// stop hands instances to the cells that run them.
-func (s *Server) stop(ctx context.Context, lrps []model.ActualLRP) {
-	if len(lrps) == 0 {
-		return
-	}
-	if s.stopper == nil {
-		for _, a := range lrps {
-			s.log.Warn("no cell client configured: instance left for convergence to stop",
-				zap.String("process_guid", a.ProcessGUID), zap.Int32("index", a.Index), zap.String("cell_id", a.CellID))
-		}
-		return
-	}
-	if err := s.stopper.StopInstances(ctx, lrps); err != nil {
-		// The records stay; convergence stops what is still running.
-		s.log.Warn("stopping instances", zap.Error(err))
-	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/lib/pq"
 	"github.com/updatable-lrps/bbs/auction"
-	"github.com/updatable-lrps/bbs/cell"
+	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
 	"go.uber.org/zap"
@@ -30,7 +30,7 @@ type Store interface {
 
 // Cells hands work to cell agents.
 type Cells interface {
-	Perform(ctx context.Context, repURL string, work []cell.Work) ([]cell.Rejection, error)
+	Perform(ctx context.Context, repURL string, work []cellapi.Work) ([]cellapi.Rejection, error)
 }
 
 // Options tune placement; zero values take the defaults.
@@ -222,14 +222,14 @@ func (a *Auctioneer) handOut(ctx context.Context, placed []auction.Placement, re
 	if err != nil {
 		return err
 	}
-	byCell := map[string][]cell.Work{}
+	byCell := map[string][]cellapi.Work{}
 	now := time.Now()
 	for _, p := range placed {
 		def, ok := defs[db.DefinitionKey{ProcessGUID: p.Work.Key.ProcessGUID, DefinitionID: p.Work.Key.DefinitionID}]
 		if !ok {
 			continue // the LRP went away meanwhile
 		}
-		byCell[p.CellID] = append(byCell[p.CellID], cell.Work{Key: p.Work.Key, Definition: def})
+		byCell[p.CellID] = append(byCell[p.CellID], cellapi.Work{Key: p.Work.Key, Definition: def})
 		s := slot{p.Work.Key.ProcessGUID, p.Work.Key.DefinitionID, p.Work.Key.Index}
 		a.sent[s] = attempt{at: now, tag: waiting[s].ModificationTag}
 		delete(a.failed, s)

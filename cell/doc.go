@@ -4,4 +4,7 @@
 // container event and on a poll, following seed 003's reconciliation table (Decide). A cell
 // told to drain evacuates: it takes no new work and keeps its RUNNING instances serving, as
 // EVACUATING, until their replacements run elsewhere.
+//
+// The API's wire types and the client the BBS side calls it with are package cellapi, so
+// that the auctioneer and the API reach cells without importing the agent and its executor.
 package cell

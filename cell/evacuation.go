@@ -68,7 +68,7 @@ func (a *Agent) evacuateOnce(ctx context.Context) int {
 			a.exec.Delete(c.Guid)
 		case executor.StateCompleted:
 			// Reconciliation reports it as usual (crash or removal) and deletes it.
-			a.reconcileContainer(ctx, c.Guid)
+			a.reconcileContainers(ctx, []string{c.Guid})
 			if _, ok := a.exec.Get(c.Guid); ok {
 				left++
 			}

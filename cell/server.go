@@ -8,22 +8,23 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/updatable-lrps/bbs/bbsclient"
+	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/executor"
 	"github.com/updatable-lrps/bbs/model"
 	"go.uber.org/zap"
 )
 
-// routes is the cell's own API: work from placement, stops from the BBS, drain from an
-// operator, and its state for humans and tests.
+// routes is the cell's own API (package cellapi): work from placement, stops from the BBS,
+// drain from an operator, and its state for humans and tests.
 func (a *Agent) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Post("/v1/work", a.handleWork)
-	r.Post("/v1/stop", a.handleStop)
-	r.Post("/v1/evacuate", func(w http.ResponseWriter, r *http.Request) {
+	r.Post(cellapi.WorkPath, a.handleWork)
+	r.Post(cellapi.StopPath, a.handleStop)
+	r.Post(cellapi.EvacuatePath, func(w http.ResponseWriter, r *http.Request) {
 		a.Drain()
 		writeJSON(w, http.StatusOK, struct{}{})
 	})
-	r.Get("/v1/state", a.handleState)
+	r.Get(cellapi.StatePath, a.handleState)
 	return r
 }
 
@@ -40,14 +41,12 @@ func badRequest(w http.ResponseWriter, msg string) {
 // handleWork reserves a container for each piece of work that fits, claims it in the BBS,
 // and runs it. A lost claim (another cell got there first) releases the reservation.
 func (a *Agent) handleWork(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		LRPs []Work `json:"lrps"`
-	}
+	var req cellapi.PerformRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20)).Decode(&req); err != nil {
 		badRequest(w, "cannot decode work: "+err.Error())
 		return
 	}
-	var resp PerformResponse
+	var resp cellapi.PerformResponse
 	var accepted []executor.Container
 	a.mu.Lock()
 	left := a.available()
@@ -71,7 +70,7 @@ func (a *Agent) handleWork(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if reason != "" {
-			resp.Rejected = append(resp.Rejected, Rejection{Key: work.Key, Reason: reason})
+			resp.Rejected = append(resp.Rejected, cellapi.Rejection{Key: work.Key, Reason: reason})
 		}
 	}
 	a.mu.Unlock()
@@ -93,7 +92,7 @@ func (a *Agent) handleWork(w http.ResponseWriter, r *http.Request) {
 			}
 			if claimErr != nil {
 				a.exec.Delete(c.Guid)
-				resp.Rejected = append(resp.Rejected, Rejection{Key: c.Key, Reason: "claim failed: " + claimErr.Error()})
+				resp.Rejected = append(resp.Rejected, cellapi.Rejection{Key: c.Key, Reason: "claim failed: " + claimErr.Error()})
 				continue
 			}
 			if err := a.exec.Run(c.Guid); err != nil {
@@ -106,7 +105,7 @@ func (a *Agent) handleWork(w http.ResponseWriter, r *http.Request) {
 
 // handleStop stops an instance; reconciliation then removes its record.
 func (a *Agent) handleStop(w http.ResponseWriter, r *http.Request) {
-	var req StopRequest
+	var req cellapi.StopRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
 		badRequest(w, "cannot decode stop: "+err.Error())
 		return
@@ -142,19 +141,23 @@ func (a *Agent) handleStop(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, struct{}{})
 }
 
-// State is what GET /v1/state reports.
-type State struct {
-	CellID     string               `json:"cell_id"`
-	Zone       string               `json:"zone"`
-	Evacuating bool                 `json:"evacuating"`
-	Capacity   model.CellCapacity   `json:"capacity"`
-	Available  model.CellCapacity   `json:"available"`
-	Containers []executor.Container `json:"containers"`
+func (a *Agent) handleState(w http.ResponseWriter, r *http.Request) {
+	containers := a.exec.Containers()
+	st := cellapi.State{
+		CellID: a.cfg.ID, Zone: a.cfg.Zone, Evacuating: a.draining.Load(), Capacity: a.cfg.Capacity,
+		Available: a.available(), Containers: make([]cellapi.Container, len(containers)),
+	}
+	for i, c := range containers {
+		st.Containers[i] = wireContainer(c)
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
-func (a *Agent) handleState(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, State{
-		CellID: a.cfg.ID, Zone: a.cfg.Zone, Evacuating: a.draining.Load(), Capacity: a.cfg.Capacity,
-		Available: a.available(), Containers: a.exec.Containers(),
-	})
+// wireContainer is c as the cell's API reports it.
+func wireContainer(c executor.Container) cellapi.Container {
+	return cellapi.Container{
+		InstanceGUID: c.Guid, Key: c.Key, State: string(c.State), MemoryMB: c.MemoryMB, DiskMB: c.DiskMB,
+		Address: c.Address, Ports: c.Ports, Since: c.Since,
+		Result: cellapi.ContainerResult{Failed: c.Result.Failed, FailureReason: c.Result.FailureReason, Stopped: c.Result.Stopped},
+	}
 }

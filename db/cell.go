@@ -72,3 +72,27 @@ func (s *Store) RemoveCell(ctx context.Context, cellID string) error {
 	}
 	return nil
 }
+
+// CellAddresses maps each of cellIDs whose presence has not expired to its rep address. It
+// serves the stopper, which needs the few cells a batch of stops names: one read by primary
+// key rather than a list of the whole fleet on every stop.
+func (s *Store) CellAddresses(ctx context.Context, cellIDs []string) (map[string]string, error) {
+	out := make(map[string]string, len(cellIDs))
+	if len(cellIDs) == 0 {
+		return out, nil
+	}
+	rows, err := s.db.QueryContext(ctx, `
+SELECT cell_id, rep_address FROM cells WHERE cell_id = ANY($1) AND expires_at > now()`, pq.StringArray(cellIDs))
+	if err != nil {
+		return nil, mapError(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, addr string
+		if err := rows.Scan(&id, &addr); err != nil {
+			return nil, mapError(err)
+		}
+		out[id] = addr
+	}
+	return out, mapError(rows.Err())
+}

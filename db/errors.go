@@ -12,7 +12,9 @@ import (
 )
 
 // mapError turns driver errors into model errors: no rows into not-found, a unique violation
-// into exists, a lost connection into unavailable. Model errors pass through unchanged.
+// into exists, a lost connection into unavailable. The model error keeps the driver error as
+// its cause (model.WrapError), so that a client sees the same type and message while the
+// API's log says what went wrong. Model errors pass through unchanged.
 func mapError(err error) error {
 	if err == nil {
 		return nil
@@ -28,20 +30,20 @@ func mapError(err error) error {
 	if errors.As(err, &pqErr) {
 		switch pqErr.Code {
 		case "23505": // unique_violation
-			return &model.Error{Type: model.ErrResourceExists, Message: "already exists"}
+			return model.WrapError(model.ErrResourceExists, "already exists", err)
 		case "40001", "40P01": // serialization_failure, deadlock_detected
-			return &model.Error{Type: model.ErrResourceConflict, Message: "concurrent change, retry"}
+			return model.WrapError(model.ErrResourceConflict, "concurrent change, retry", err)
 		case "57P01", "57P02", "57P03", "53300": // shutting down, cannot connect now, too many connections
-			return &model.Error{Type: model.ErrUnavailable, Message: "database unavailable"}
+			return model.WrapError(model.ErrUnavailable, "database unavailable", err)
 		}
 		if pqErr.Code.Class() == "22" { // data_exception: a value PostgreSQL cannot store, e.g. a NUL character
-			return model.Errorf(model.ErrInvalidRequest, "a value cannot be stored: %s", pqErr.Message)
+			return model.WrapError(model.ErrInvalidRequest, "a value cannot be stored: "+pqErr.Message, err)
 		}
 		return err
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) || errors.Is(err, sql.ErrConnDone) || errors.Is(err, context.DeadlineExceeded) {
-		return &model.Error{Type: model.ErrUnavailable, Message: "database unavailable"}
+		return model.WrapError(model.ErrUnavailable, "database unavailable", err)
 	}
 	return err
 }

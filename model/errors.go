@@ -37,13 +37,32 @@ const (
 type Error struct {
 	Type    ErrorType `json:"type"`
 	Message string    `json:"message"`
+	// cause is what went wrong underneath (a driver error behind "database unavailable"):
+	// kept for the logs and errors.Is/As, never sent to a client.
+	cause error
 }
 
-func (e *Error) Error() string { return string(e.Type) + ": " + e.Message }
+// Error is the type and message, then the cause when there is one, so that a log of the
+// error says why.
+func (e *Error) Error() string {
+	if e.cause != nil {
+		return string(e.Type) + ": " + e.Message + ": " + e.cause.Error()
+	}
+	return string(e.Type) + ": " + e.Message
+}
+
+// Unwrap returns the cause, nil when there is none.
+func (e *Error) Unwrap() error { return e.cause }
 
 // Errorf builds an *Error of the given type.
 func Errorf(t ErrorType, format string, args ...any) *Error {
 	return &Error{Type: t, Message: fmt.Sprintf(format, args...)}
+}
+
+// WrapError builds an *Error of type t with message msg, caused by cause: the client sees
+// t and msg only, exactly as without a cause, while logs and errors.Is/As see the cause.
+func WrapError(t ErrorType, msg string, cause error) *Error {
+	return &Error{Type: t, Message: msg, cause: cause}
 }
 
 // TypeOf returns the ErrorType of err, or ErrUnknown when err is not (and does not wrap) an *Error.

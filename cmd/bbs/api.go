@@ -5,7 +5,7 @@ import (
 	"flag"
 	"time"
 
-	"github.com/updatable-lrps/bbs/cell"
+	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/system"
 	"go.uber.org/zap"
@@ -46,7 +46,7 @@ func runAPICommand(ctx context.Context, args []string) error {
 	}
 	defer temporal.Close()
 	a, err := startAPI(ctx, store, *listenAddr, tlsOpts, system.APIConfig{
-		Cells: cell.NewClient(cellTLS), Temporal: temporal, Rollouts: rf.options(), Log: log})
+		Cells: cellapi.NewClient(cellTLS), Temporal: temporal, Rollouts: rf.options(), Log: log})
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/updatable-lrps/bbs/bbsclient"
-	"github.com/updatable-lrps/bbs/cell"
+	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/internal/pgcluster"
 	"github.com/updatable-lrps/bbs/internal/system"
 	"github.com/updatable-lrps/bbs/internal/temporaldev"
@@ -113,7 +113,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 	}
 	defer temporal.Close()
 	a, err := startAPI(ctx, store, *apiAddr, tlsFlags{}, system.APIConfig{
-		Cells: cell.NewClient(nil), Temporal: temporal, Rollouts: rf.options(), Log: log})
+		Cells: cellapi.NewClient(nil), Temporal: temporal, Rollouts: rf.options(), Log: log})
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 		workerLine = "not started (--no-worker): run `bbs worker` yourself"
 	} else {
 		w, err := system.StartWorker(ctx, system.WorkerConfig{Store: store, Temporal: temporal,
-			ConvergenceInterval: *convergeEvery, Rollouts: rf.options(), Cells: cell.NewClient(nil), Log: log})
+			ConvergenceInterval: *convergeEvery, Rollouts: rf.options(), Cells: cellapi.NewClient(nil), Log: log})
 		if err != nil {
 			return err
 		}

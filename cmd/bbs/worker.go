@@ -5,7 +5,7 @@ import (
 	"flag"
 	"time"
 
-	"github.com/updatable-lrps/bbs/cell"
+	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/internal/system"
 	"github.com/updatable-lrps/bbs/workflows"
 )
@@ -75,7 +75,7 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 	}
 	defer temporal.Close()
 	w, err := system.StartWorker(ctx, system.WorkerConfig{Store: store, Temporal: temporal,
-		ConvergenceInterval: *every, Rollouts: rf.options(), Cells: cell.NewClient(cellTLS), Log: log})
+		ConvergenceInterval: *every, Rollouts: rf.options(), Cells: cellapi.NewClient(cellTLS), Log: log})
 	if err != nil {
 		return err
 	}

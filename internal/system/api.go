@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/updatable-lrps/bbs/api"
-	"github.com/updatable-lrps/bbs/cell"
+	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/events"
 	"github.com/updatable-lrps/bbs/workflows"
@@ -38,7 +38,7 @@ type APIConfig struct {
 	Listener net.Listener
 	Scheme   string
 	// Cells reaches the cells to stop instances.
-	Cells *cell.Client
+	Cells *cellapi.Client
 	// Temporal starts and signals rollouts (a lazy client: the API serves while Temporal is
 	// away); TaskQueue is where they run ("" means worker.TaskQueue).
 	Temporal  client.Client
@@ -65,7 +65,7 @@ type API struct {
 func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	log := cfg.Log
 	hub := events.NewHub(cfg.Store, cfg.Store.URL(), cfg.Events, log)
-	stopper := &cell.Stopper{Cells: cfg.Store, Client: cfg.Cells}
+	stopper := &cellapi.Stopper{Cells: cfg.Store, Client: cfg.Cells}
 	server := api.NewServer(cfg.Store, stopper, log).WithEvents(hub).
 		WithRollouts(cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue))
 	scheme := cfg.Scheme

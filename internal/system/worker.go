@@ -8,7 +8,7 @@ import (
 
 	"github.com/updatable-lrps/bbs/activities"
 	"github.com/updatable-lrps/bbs/auctioneer"
-	"github.com/updatable-lrps/bbs/cell"
+	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/worker"
 	"github.com/updatable-lrps/bbs/workflows"
@@ -30,7 +30,7 @@ type WorkerConfig struct {
 	// Rollouts tune the rollouts convergence resumes.
 	Rollouts RolloutOptions
 	// Cells reaches the cells, to hand them work and stop instances.
-	Cells *cell.Client
+	Cells *cellapi.Client
 	// WrapStopper, when set, wraps the stopper the activities use (tests inject races with
 	// the cells' reports through it).
 	WrapStopper func(activities.Stopper) activities.Stopper
@@ -60,7 +60,7 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	if every <= 0 {
 		every = workflows.DefaultConvergenceInterval
 	}
-	var stopper activities.Stopper = &cell.Stopper{Cells: cfg.Store, Client: cfg.Cells}
+	var stopper activities.Stopper = &cellapi.Stopper{Cells: cfg.Store, Client: cfg.Cells}
 	if cfg.WrapStopper != nil {
 		stopper = cfg.WrapStopper(stopper)
 	}

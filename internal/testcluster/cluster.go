@@ -19,6 +19,7 @@ import (
 	"github.com/updatable-lrps/bbs/auctioneer"
 	"github.com/updatable-lrps/bbs/bbsclient"
 	"github.com/updatable-lrps/bbs/cell"
+	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/events"
 	"github.com/updatable-lrps/bbs/executor"
@@ -79,7 +80,7 @@ const noConvergeInterval = 1000 * time.Hour
 type Cluster struct {
 	Store *db.Store
 	// Stopper asks cells to stop instances (what the API and the activities use).
-	Stopper *cell.Stopper
+	Stopper *cellapi.Stopper
 	BBS     *bbsclient.Client
 	URL     string
 	// Temporal is the Temporal client (nil without Options.Temporal), and TaskQueue the queue
@@ -115,7 +116,7 @@ func New(t testing.TB, opts Options) *Cluster {
 	if opts.RestartPolicy != nil {
 		store.SetRestartPolicy(*opts.RestartPolicy)
 	}
-	c := &Cluster{Store: store, Stopper: &cell.Stopper{Cells: store, Client: cell.NewClient(nil)}, t: t, backend: opts.Backend, opts: opts}
+	c := &Cluster{Store: store, Stopper: &cellapi.Stopper{Cells: store, Client: cellapi.NewClient(nil)}, t: t, backend: opts.Backend, opts: opts}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	t.Cleanup(c.stop)
 
@@ -131,7 +132,7 @@ func New(t testing.TB, opts Options) *Cluster {
 		t.Fatal(err)
 	}
 	a, err := system.StartAPI(c.ctx, system.APIConfig{
-		Store: store, Listener: ln, Cells: cell.NewClient(nil),
+		Store: store, Listener: ln, Cells: cellapi.NewClient(nil),
 		Temporal: c.Temporal, TaskQueue: c.TaskQueue, Rollouts: rollouts,
 		Events: events.Options{GapWait: 200 * time.Millisecond, Poll: 200 * time.Millisecond},
 		Log:    log,
@@ -146,7 +147,7 @@ func New(t testing.TB, opts Options) *Cluster {
 	wcfg := system.WorkerConfig{
 		Store: store, Temporal: c.Temporal, TaskQueue: c.TaskQueue,
 		ConvergenceInterval: noConvergeInterval,
-		Rollouts:            rollouts, Cells: cell.NewClient(nil),
+		Rollouts:            rollouts, Cells: cellapi.NewClient(nil),
 		Placement:         auctioneer.Options{Interval: 200 * time.Millisecond, Resend: 5 * time.Second, RetryFailed: time.Second},
 		CellWatchInterval: 500 * time.Millisecond,
 		Log:               log,

@@ -17,7 +17,7 @@ func (a *Agent) reconcileAll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return a.reconcile(ctx, a.exec.Containers(), mine, true)
+	return a.reconcilePairs(ctx, a.exec.Containers(), mine, true)
 }
 
 // reconcileContainers compares the containers of guids, fresh from the executor, with the
@@ -36,28 +36,24 @@ func (a *Agent) reconcileContainers(ctx context.Context, guids []string) error {
 		return nil
 	case 1:
 		c := containers[0]
-		lrp, err := a.lookup(ctx, c.Key)
+		lrp, err := a.readSlot(ctx, c.Key)
 		if err != nil {
 			return err
 		}
-		return a.apply(ctx, &c, lrp, nil)
+		return a.applyDecision(ctx, &c, lrp, nil)
 	}
 	mine, err := a.bbs.ActualLRPs(ctx, model.ActualLRPFilter{CellID: a.cfg.ID})
 	if err != nil {
 		return err
 	}
-	return a.reconcile(ctx, containers, mine, false)
+	return a.reconcilePairs(ctx, containers, mine, false)
 }
 
-// reconcileContainer compares one container, fresh from the executor, with the BBS.
-func (a *Agent) reconcileContainer(ctx context.Context, guid string) error {
-	return a.reconcileContainers(ctx, []string{guid})
-}
-
-// reconcile applies Decide to each container and the instance it holds among mine (the
-// cell's instances, read once), and with noContainer to each of mine no container holds.
-// The starts it calls for are reported together, in one batch.
-func (a *Agent) reconcile(ctx context.Context, containers []executor.Container, mine []model.ActualLRP, noContainer bool) error {
+// reconcilePairs applies Decide to each container and the instance it holds among mine (the
+// cell's instances, read once), and, with noContainerRows, to each of mine no container holds
+// (the table's "No Container" rows: only a pass over every container can tell). The starts
+// it calls for are reported together, in one batch.
+func (a *Agent) reconcilePairs(ctx context.Context, containers []executor.Container, mine []model.ActualLRP, noContainerRows bool) error {
 	byGuid := map[string]*model.ActualLRP{}
 	for i := range mine {
 		if mine[i].Presence == model.PresenceOrdinary {
@@ -74,19 +70,19 @@ func (a *Agent) reconcile(ctx context.Context, containers []executor.Container, 
 		if lrp == nil || !sameSlot(lrp.ActualLRPKey, c.Key) {
 			// Not (or no longer) held by this container: read the slot itself.
 			var err error
-			if lrp, err = a.lookup(ctx, c.Key); err != nil {
+			if lrp, err = a.readSlot(ctx, c.Key); err != nil {
 				errs = append(errs, err)
 				continue
 			}
 		}
-		if err := a.apply(ctx, c, lrp, &starts); err != nil {
+		if err := a.applyDecision(ctx, c, lrp, &starts); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if noContainer {
+	if noContainerRows {
 		for _, lrp := range byGuid {
 			if !have[lrp.InstanceGUID] && !a.draining.Load() {
-				if err := a.apply(ctx, nil, lrp, nil); err != nil {
+				if err := a.applyDecision(ctx, nil, lrp, nil); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -128,8 +124,8 @@ func (a *Agent) reportStarts(ctx context.Context, starts []bbsclient.InstanceReq
 	return errors.Join(errs...)
 }
 
-// lookup reads the ordinary instance in the container's slot; nil when there is none.
-func (a *Agent) lookup(ctx context.Context, key model.ActualLRPKey) (*model.ActualLRP, error) {
+// readSlot reads the ordinary instance in the container's slot; nil when there is none.
+func (a *Agent) readSlot(ctx context.Context, key model.ActualLRPKey) (*model.ActualLRP, error) {
 	index := key.Index
 	lrps, err := a.bbs.ActualLRPs(ctx, model.ActualLRPFilter{ProcessGUID: key.ProcessGUID, DefinitionID: key.DefinitionID, Index: &index})
 	if err != nil {
@@ -147,10 +143,11 @@ func sameSlot(a, b model.ActualLRPKey) bool {
 	return a.ProcessGUID == b.ProcessGUID && a.DefinitionID == b.DefinitionID && a.Index == b.Index
 }
 
-// apply carries out Decide's answer for one pair. While draining, RUNNING containers belong
+// applyDecision asks Decide about one pair, against a fresh read of the container, and
+// carries out its answer. While draining, RUNNING containers belong
 // to the evacuation, which has its own rules. A start goes into starts, when given, for the
 // caller to report with others.
-func (a *Agent) apply(ctx context.Context, c *executor.Container, lrp *model.ActualLRP, starts *[]bbsclient.InstanceRequest) error {
+func (a *Agent) applyDecision(ctx context.Context, c *executor.Container, lrp *model.ActualLRP, starts *[]bbsclient.InstanceRequest) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if c != nil {

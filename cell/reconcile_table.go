@@ -142,6 +142,9 @@ var table = map[pair]Action{
 }
 
 // Decide applies seed 003's reconciliation table to one pair and returns what the rep does.
+// It only decides: it reads nothing and changes nothing, so that the table can be tested row
+// for row. The passes that read the BBS and the executor and carry its answers out are in
+// reconcile_passes.go (reconcileAll on a poll, reconcileContainers on container events).
 // container nil means "No Container" (no container, nor reservation, holds lrp's instance);
 // lrp nil means "No ActualLRP" at the container's key. The caller pairs a container with the
 // ORDINARY (or SUSPECT) ActualLRP at container.Key; evacuating instances follow seed 003's

@@ -23,7 +23,7 @@ import (
 func newExecutor(t *testing.T) (*executor.Executor, *syncBuffer) {
 	out := &syncBuffer{}
 	e := executor.New(process.New(t.TempDir(), zaptest.NewLogger(t)), executor.Config{
-		// Above Linux's ephemeral ports, apart from the manager tests' ranges.
+		// Above Linux's ephemeral ports, apart from the ranges of the executor package's own tests.
 		PortRangeStart:         63000,
 		PortRangeEnd:           63999,
 		MonitorInterval:        20 * time.Millisecond,
