@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/updatable-lrps/bbs/internal/testwait"
+
 	"github.com/updatable-lrps/bbs/internal/dbtest"
 	"github.com/updatable-lrps/bbs/internal/temporaltest"
 	"github.com/updatable-lrps/bbs/internal/testcluster"
@@ -44,41 +46,28 @@ func waitRunning(b *testing.B, c *testcluster.Cluster, want int, within time.Dur
 	b.Helper()
 	start := time.Now()
 	last := start
-	for {
+	testwait.Until(b, within, 50*time.Millisecond, fmt.Sprintf("%d instances RUNNING", want), func() bool {
 		var n int
 		if err := c.Store.DB().GetContext(ctx, &n, `SELECT count(*) FROM actual_lrps WHERE state = 'RUNNING'`); err != nil {
 			b.Fatal(err)
-		}
-		if n == want {
-			return
-		}
-		if time.Since(start) > within {
-			b.Fatalf("%d of %d instances RUNNING after %s", n, want, within)
 		}
 		if time.Since(last) > 15*time.Second {
 			last = time.Now()
 			b.Logf("  %s: %d of %d RUNNING", time.Since(start).Round(time.Second), n, want)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return n == want
+	})
 }
 
 func waitRollouts(b *testing.B, c *testcluster.Cluster, want int, within time.Duration) {
 	b.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	testwait.Until(b, within, 20*time.Millisecond, fmt.Sprintf("%d rollouts completed", want), func() bool {
 		var n int
 		if err := c.Store.DB().GetContext(ctx, &n, `SELECT count(*) FROM rollouts WHERE state = 'completed'`); err != nil {
 			b.Fatal(err)
 		}
-		if n == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d rollouts completed after %s", n, want, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return n == want
+	})
 }
 
 // indexDurations are the times between consecutive index completions of one rollout, read

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/updatable-lrps/bbs/internal/testwait"
 )
 
 // devStack is `bbs dev` started for a test, with its API client.
@@ -71,13 +73,7 @@ func runningIndices(lrps []instance) int {
 
 func (d *devStack) waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.Until(t, within, 100*time.Millisecond, what, cond)
 }
 
 func demoLRP(guid string, instances int) obj {

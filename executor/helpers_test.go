@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/updatable-lrps/bbs/internal/testwait"
+
 	"go.uber.org/zap/zaptest"
 
 	"github.com/updatable-lrps/bbs/executor"
@@ -36,13 +38,7 @@ func newExecutor(t *testing.T, b executor.Backend, mod func(*executor.Config)) *
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, deadline, 5*time.Millisecond, what, cond)
 }
 
 func waitState(t *testing.T, e *executor.Executor, guid string, s executor.State) executor.Container {

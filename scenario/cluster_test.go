@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/updatable-lrps/bbs/internal/testwait"
+
 	"github.com/updatable-lrps/bbs/internal/dbtest"
 	"github.com/updatable-lrps/bbs/internal/temporaltest"
 	"github.com/updatable-lrps/bbs/internal/testcluster"
@@ -70,13 +72,7 @@ func runningIndices(lrps []model.ActualLRP) int {
 
 func (c *cluster) waitFor(what string, within time.Duration, cond func() bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.Until(c.t, within, 50*time.Millisecond, what, cond)
 }
 
 // fastRestarts is DefaultRestartPolicy with a back-off in milliseconds, so that a failing

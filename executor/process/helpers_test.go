@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/updatable-lrps/bbs/internal/testwait"
+
 	"go.uber.org/zap/zaptest"
 
 	"github.com/updatable-lrps/bbs/executor"
@@ -153,13 +155,7 @@ func running(in executor.Instance) bool {
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, deadline, 10*time.Millisecond, what, cond)
 }
 
 // readFileEventually waits for a file an instance writes in its directory.

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/updatable-lrps/bbs/internal/testwait"
+
 	_ "github.com/lib/pq"
 )
 
@@ -140,16 +142,10 @@ func TestRecoversAfterCrash(t *testing.T) {
 	if err := syscall.Kill(-readPID(pidFile), syscall.SIGKILL); err != nil {
 		t.Fatalf("killing the server: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, alive := liveServer(dataDir, 0); !alive {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("server processes still alive 10s after SIGKILL")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.Until(t, 10*time.Second, 50*time.Millisecond, "the server processes to die after SIGKILL", func() bool {
+		_, alive := liveServer(dataDir, 0)
+		return !alive
+	})
 	if _, err := os.Stat(pidFile); err != nil {
 		t.Fatalf("expected a stale postmaster.pid: %v", err)
 	}
