@@ -92,6 +92,3 @@ func (s *Store) PruneEvents(ctx context.Context, age time.Duration) (int64, erro
 	}
 	return res.RowsAffected()
 }
-
-// URL is the connection string, for components that open their own listening connection.
-func (s *Store) URL() string { return s.url }

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lib/pq"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
 	"go.uber.org/zap"
@@ -19,6 +18,11 @@ import (
 type Source interface {
 	EventsAfter(ctx context.Context, after int64, limit int) ([]model.Event, error)
 	LastEventID(ctx context.Context) (int64, error)
+}
+
+// Notifications is what the hub needs of the store's notifier (*db.Notifier).
+type Notifications interface {
+	Subscribe(ctx context.Context, channel string) *db.Subscription
 }
 
 // Options tune the hub; zero values take the defaults.
@@ -35,18 +39,19 @@ type Options struct {
 
 // Hub reads new events and hands them to every subscriber, in id order.
 type Hub struct {
-	src  Source
-	url  string
-	opts Options
-	log  *zap.Logger
+	src   Source
+	notes Notifications
+	opts  Options
+	log   *zap.Logger
 
 	mu   sync.Mutex
 	subs map[chan model.Event]struct{}
 	last int64
 }
 
-// NewHub builds a hub over src; url is the database to LISTEN on.
-func NewHub(src Source, url string, opts Options, log *zap.Logger) *Hub {
+// NewHub builds a hub over src, woken by notes (the store's notifier, db.Store.Notifications)
+// when there is something new to read.
+func NewHub(src Source, notes Notifications, opts Options, log *zap.Logger) *Hub {
 	if opts.GapWait == 0 {
 		opts.GapWait = time.Second
 	}
@@ -56,7 +61,7 @@ func NewHub(src Source, url string, opts Options, log *zap.Logger) *Hub {
 	if opts.Buffer == 0 {
 		opts.Buffer = 4096
 	}
-	return &Hub{src: src, url: url, opts: opts, log: log.Named("events"), subs: map[chan model.Event]struct{}{}}
+	return &Hub{src: src, notes: notes, opts: opts, log: log.Named("events"), subs: map[chan model.Event]struct{}{}}
 }
 
 // Subscribe returns a channel of the events committed from now on, and a function that ends
@@ -83,15 +88,10 @@ func (h *Hub) Run(ctx context.Context) error {
 		return err
 	}
 	h.last = last
-	listener := pq.NewListener(h.url, 100*time.Millisecond, 10*time.Second, func(ev pq.ListenerEventType, err error) {
-		if err != nil {
-			h.log.Warn("event listener", zap.Error(err))
-		}
-	})
-	defer listener.Close()
-	if err := listener.Listen(db.EventsChannel); err != nil {
-		return err
-	}
+	// A resync (the notifier lost its connection) needs nothing more than a notification:
+	// the hub reads from its own cursor, so whatever was notified meanwhile is read anyway.
+	sub := h.notes.Subscribe(ctx, db.EventsChannel)
+	defer sub.Close()
 	var gapSince time.Time
 	for {
 		wait := h.opts.Poll
@@ -101,7 +101,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-listener.Notify:
+		case <-sub.C:
 		case <-time.After(wait):
 		}
 		gapSince = h.drain(ctx, gapSince)

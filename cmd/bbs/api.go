@@ -64,7 +64,7 @@ func openStore(ctx context.Context, url string, log *zap.Logger) (*db.Store, err
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		attemptCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		store, err := db.Open(attemptCtx, url)
+		store, err := db.Open(attemptCtx, url, db.WithLogger(log))
 		cancel()
 		if err == nil {
 			return store, nil
@@ -96,7 +96,7 @@ func startAPI(ctx context.Context, store *db.Store, addr string, tlsOpts tlsFlag
 	if err != nil {
 		return nil, err
 	}
-	hub := events.NewHub(store, store.URL(), events.Options{}, log)
+	hub := events.NewHub(store, store.Notifications(), events.Options{}, log)
 	stopper := &cell.Stopper{Cells: store, Client: cells}
 	server := api.NewServer(store, stopper, log).WithEvents(hub).
 		WithRollouts(rollouts)

@@ -115,8 +115,7 @@ func startWorker(ctx context.Context, tf temporalFlags, store *db.Store, every t
 		return nil, nil, err
 	}
 	stopper := &cell.Stopper{Cells: store, Client: cells}
-	waiter := activities.NewPGWaiter(store.URL(), log)
-	go func() { <-ctx.Done(); waiter.Close() }()
+	waiter := activities.NewPGWaiter(store.Notifications())
 	w := worker.New(c, worker.Deps{Store: store, Stopper: stopper, Waiter: waiter, Log: log,
 		Rollouts: rf.client(c)})
 	if err := w.Start(); err != nil {
@@ -135,7 +134,7 @@ func startWorker(ctx context.Context, tf temporalFlags, store *db.Store, every t
 		}
 	})
 	log.Info("worker polling", zap.String("task_queue", worker.TaskQueue), zap.String("temporal", tf.address))
-	placement := auctioneer.New(store, cells, auctioneer.Options{}, log)
+	placement := auctioneer.New(store, store.Notifications(), cells, auctioneer.Options{}, log)
 	go func() {
 		if err := placement.Run(ctx); err != nil {
 			log.Error("placement stopped", zap.Error(err))

@@ -75,6 +75,8 @@ type Options struct {
 // Cluster is a running system.
 type Cluster struct {
 	Store *db.Store
+	// DatabaseURL is the store's database, for processes a test starts of its own.
+	DatabaseURL string
 	// Stopper asks cells to stop instances (what the API and the activities use).
 	Stopper *cell.Stopper
 	BBS     *bbsclient.Client
@@ -109,15 +111,20 @@ type Cell struct {
 func New(t testing.TB, opts Options) *Cluster {
 	t.Helper()
 	log := zap.NewNop()
-	store := dbtest.NewStore(t)
+	dbURL := dbtest.NewURL(t)
+	store, err := db.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Fatalf("open test database: %v", err)
+	}
+	t.Cleanup(func() { store.Close() })
 	if opts.RestartPolicy != nil {
 		store.SetRestartPolicy(*opts.RestartPolicy)
 	}
-	c := &Cluster{Store: store, Stopper: &cell.Stopper{Cells: store, Client: cell.NewClient(nil)}, t: t, backend: opts.Backend, opts: opts}
+	c := &Cluster{Store: store, DatabaseURL: dbURL, Stopper: &cell.Stopper{Cells: store, Client: cell.NewClient(nil)}, t: t, backend: opts.Backend, opts: opts}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	t.Cleanup(c.stop)
 
-	hub := events.NewHub(store, store.URL(), events.Options{GapWait: 200 * time.Millisecond, Poll: 200 * time.Millisecond}, log)
+	hub := events.NewHub(store, store.Notifications(), events.Options{GapWait: 200 * time.Millisecond, Poll: 200 * time.Millisecond}, log)
 	server := api.NewServer(store, c.Stopper, log).WithEvents(hub)
 	if opts.Temporal {
 		c.startTemporal(server, opts)
@@ -127,7 +134,7 @@ func New(t testing.TB, opts Options) *Cluster {
 	c.closers = append(c.closers, ts.Close)
 	c.URL = ts.URL
 	c.BBS = bbsclient.New(ts.URL, nil)
-	placement := auctioneer.New(store, cell.NewClient(nil), auctioneer.Options{Interval: 200 * time.Millisecond, Resend: 5 * time.Second, RetryFailed: time.Second}, log)
+	placement := auctioneer.New(store, store.Notifications(), cell.NewClient(nil), auctioneer.Options{Interval: 200 * time.Millisecond, Resend: 5 * time.Second, RetryFailed: time.Second}, log)
 	c.goRun(func(ctx context.Context) { hub.Run(ctx) })
 	c.goRun(func(ctx context.Context) { placement.Run(ctx) })
 	if opts.ConvergeEvery > 0 {
@@ -180,10 +187,9 @@ func (c *Cluster) startTemporal(server *api.Server, opts Options) {
 	if opts.BeforeStop != nil {
 		stopper = hookedStopper{c: c, before: opts.BeforeStop}
 	}
-	waiter := activities.NewPGWaiter(c.Store.URL(), log)
+	waiter := activities.NewPGWaiter(c.Store.Notifications())
 	w := newWorker(c.Temporal, c.TaskQueue, worker.Deps{Store: c.Store, Stopper: stopper, Rollouts: rc, Waiter: waiter, Log: log})
 	if err := w.Start(); err != nil {
-		waiter.Close()
 		c.t.Fatalf("start the worker on %s: %v", c.TaskQueue, err)
 	}
 	shared := opts.TemporalClient != nil
@@ -192,7 +198,6 @@ func (c *Cluster) startTemporal(server *api.Server, opts Options) {
 			terminateOpenRollouts(c.Temporal, c.TaskQueue)
 		}
 		w.Stop()
-		waiter.Close()
 	})
 	server.WithRollouts(rc)
 }
