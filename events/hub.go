@@ -65,7 +65,9 @@ func NewHub(src Source, notes Notifications, opts Options, log *zap.Logger) *Hub
 }
 
 // Subscribe returns a channel of the events committed from now on, and a function that ends
-// the subscription. The channel closes if the subscriber falls too far behind.
+// the subscription. The channel closes if the subscriber falls too far behind, or if the
+// hub itself did and events were pruned before it read them: either way the subscriber
+// missed events, and must re-read the state.
 func (h *Hub) Subscribe() (<-chan model.Event, func()) {
 	ch := make(chan model.Event, h.opts.Buffer)
 	h.mu.Lock()
@@ -120,6 +122,15 @@ func (h *Hub) drain(ctx context.Context, gapSince time.Time) time.Time {
 			return gapSince
 		}
 		for _, e := range evs {
+			if e.Name == db.EventsPruned {
+				// Events this hub had not read yet were pruned (it stalled for longer than
+				// the log keeps them): its subscribers missed them, and skipping on would
+				// hide it. They are dropped, as when they fall behind, to re-read the state.
+				h.dropAll()
+				gapSince = time.Time{}
+				h.last = e.ID
+				continue
+			}
 			if e.ID != h.last+1 {
 				if gapSince.IsZero() {
 					gapSince = time.Now()
@@ -135,6 +146,18 @@ func (h *Hub) drain(ctx context.Context, gapSince time.Time) time.Time {
 		if len(evs) < 1000 {
 			return gapSince
 		}
+	}
+}
+
+// dropAll ends every subscription, closing its channel.
+func (h *Hub) dropAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.log.Warn("events were pruned before the hub read them: dropping every subscriber, to re-read the state",
+		zap.Int64("after_event_id", h.last), zap.Int("subscribers", len(h.subs)))
+	for ch := range h.subs {
+		delete(h.subs, ch)
+		close(ch)
 	}
 }
 
