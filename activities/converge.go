@@ -29,6 +29,12 @@ type Converger struct {
 	// then only logged.
 	Stopper Stopper
 	Log     *zap.Logger
+	// EventRetention and EventsKept bound the event log, which each pass prunes; zero
+	// values mean the store's defaults (db.DefaultEventRetention, db.DefaultEventsKept).
+	// They are the worker's settings rather than the workflow's input: the schedule's stored
+	// arguments need not change for an operator to change them.
+	EventRetention time.Duration
+	EventsKept     int
 }
 
 // ConvergeInput tunes one pass; zero values mean the store's defaults (30 s, 10 definitions).
@@ -50,6 +56,7 @@ type ConvergeOutput struct {
 	StaleUnclaimed     int `json:"stale_unclaimed"`
 	DefinitionsRetired int `json:"definitions_retired"`
 	DefinitionsPruned  int `json:"definitions_pruned"`
+	EventsPruned       int `json:"events_pruned"`
 	// StopsRequested is how many stop requests went to cells; StopFailed says the Stopper
 	// failed (logged, not retried: see Converge).
 	StopsRequested int  `json:"stops_requested"`
@@ -72,7 +79,8 @@ func (c *Converger) Converge(ctx context.Context, in ConvergeInput) (ConvergeOut
 	if log == nil {
 		log = zap.NewNop()
 	}
-	res, err := c.Store.Converge(ctx, db.ConvergeOptions{StaleUnclaimed: in.StaleUnclaimed, RetiredHistory: in.RetiredHistory})
+	res, err := c.Store.Converge(ctx, db.ConvergeOptions{StaleUnclaimed: in.StaleUnclaimed, RetiredHistory: in.RetiredHistory,
+		EventRetention: c.EventRetention, EventsKept: c.EventsKept})
 	if model.IsType(err, model.ErrInvalidRequest) {
 		return ConvergeOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), string(model.ErrInvalidRequest), err)
 	}
@@ -84,6 +92,7 @@ func (c *Converger) Converge(ctx context.Context, in ConvergeInput) (ConvergeOut
 		MissingIndices: res.MissingIndices, ExtrasRemoved: res.ExtrasRemoved, ExtrasToStop: res.ExtrasToStop,
 		CrashedRestarted: res.CrashedRestarted, StaleUnclaimed: res.StaleUnclaimed,
 		DefinitionsRetired: res.DefinitionsRetired, DefinitionsPruned: res.DefinitionsPruned,
+		EventsPruned: res.EventsPruned,
 	}
 	if len(res.ToStop) > 0 {
 		if err := ctx.Err(); err != nil {
@@ -108,6 +117,7 @@ func (c *Converger) Converge(ctx context.Context, in ConvergeInput) (ConvergeOut
 		zap.Int("extras_removed", out.ExtrasRemoved), zap.Int("extras_to_stop", out.ExtrasToStop),
 		zap.Int("crashed_restarted", out.CrashedRestarted), zap.Int("stale_unclaimed", out.StaleUnclaimed),
 		zap.Int("definitions_retired", out.DefinitionsRetired), zap.Int("definitions_pruned", out.DefinitionsPruned),
+		zap.Int("events_pruned", out.EventsPruned),
 		zap.Int("stops_requested", out.StopsRequested))
 	return out, nil
 }

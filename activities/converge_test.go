@@ -3,7 +3,9 @@ package activities_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/updatable-lrps/bbs/activities"
 	"github.com/updatable-lrps/bbs/db"
@@ -127,5 +129,24 @@ func TestConvergeActivityRespectsCancellation(t *testing.T) {
 	cancel()
 	if _, err := c.Converge(ctx, activities.ConvergeInput{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("error = %v, want context.Canceled", err)
+	}
+}
+
+// The pass prunes the event log to the Converger's bounds, and refuses negative ones for good.
+func TestConvergeActivityPrunesEvents(t *testing.T) {
+	s := dbtest.NewStore(t)
+	for i := range 5 {
+		if _, err := s.DB().Exec(`INSERT INTO events (name, data) VALUES ('desired_lrp_changed', $1)`, fmt.Sprintf(`{"n": %d}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := run(t, &activities.Converger{Store: s, EventsKept: 2}, activities.ConvergeInput{})
+	if err != nil || out.EventsPruned != 3 {
+		t.Fatalf("keeping 2 of 5 events: %+v, %v, want 3 pruned", out, err)
+	}
+	_, err = run(t, &activities.Converger{Store: s, EventRetention: -time.Second}, activities.ConvergeInput{})
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || !appErr.NonRetryable() || appErr.Type() != string(model.ErrInvalidRequest) {
+		t.Fatalf("a negative retention: error = %v, want a non-retryable InvalidRequest", err)
 	}
 }

@@ -306,8 +306,7 @@ func TestRetireOthersSurvivesAFailedStop(t *testing.T) {
 // One listening connection serves every wait, and each subscriber gets one coalesced wake-up.
 func TestPGWaiterFansOutOneListener(t *testing.T) {
 	store := dbtest.NewStore(t)
-	w := activities.NewPGWaiter(store.URL(), zaptest.NewLogger(t))
-	defer w.Close()
+	w := activities.NewPGWaiter(store.Notifications())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -378,8 +377,7 @@ WHERE datname = current_database() AND query ILIKE 'LISTEN%'`); err != nil {
 // Another LRP's changes do not wake a wait.
 func TestPGWaiterWakesOnlyTheChangedLRP(t *testing.T) {
 	store := dbtest.NewStore(t)
-	w := activities.NewPGWaiter(store.URL(), zaptest.NewLogger(t))
-	defer w.Close()
+	w := activities.NewPGWaiter(store.Notifications())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	mine, stopMine := w.Changes(ctx, "app")
@@ -410,8 +408,7 @@ func TestPGWaiterWakesOnlyTheChangedLRP(t *testing.T) {
 // AwaitRunning over the real waiter: a commit in PostgreSQL wakes it.
 func TestAwaitRunningWokenByPostgreSQL(t *testing.T) {
 	store := dbtest.NewStore(t)
-	w := activities.NewPGWaiter(store.URL(), zaptest.NewLogger(t))
-	defer w.Close()
+	w := activities.NewPGWaiter(store.Notifications())
 	s := newFakeRolloutStore(3)
 	s.set("def2", 0, model.StateClaimed)
 	r := &activities.Rollouts{Store: s, Waiter: w, Log: zaptest.NewLogger(t), SafetyTick: time.Hour}

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lib/pq"
 	"github.com/updatable-lrps/bbs/auction"
 	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/db"
@@ -25,7 +24,12 @@ type Store interface {
 	Definitions(ctx context.Context, keys []db.DefinitionKey) (map[db.DefinitionKey]model.LRPDefinition, error)
 	FailActualLRP(ctx context.Context, key model.ActualLRPKey, placementError string, tag *model.ModificationTag) (*model.ActualLRP, error)
 	TryLeadership(ctx context.Context, name string) (*db.Leadership, bool, error)
-	URL() string
+}
+
+// Notifications is what placement needs of the store's notifier (*db.Notifier), which
+// reports its own connection trouble.
+type Notifications interface {
+	Subscribe(ctx context.Context, channel string) *db.Subscription
 }
 
 // Cells hands work to cell agents.
@@ -51,6 +55,7 @@ type Options struct {
 // Auctioneer runs placement rounds while it leads.
 type Auctioneer struct {
 	store Store
+	notes Notifications
 	cells Cells
 	opts  Options
 	log   *zap.Logger
@@ -69,8 +74,9 @@ type attempt struct {
 	tag model.ModificationTag
 }
 
-// New builds an auctioneer.
-func New(store Store, cells Cells, opts Options, log *zap.Logger) *Auctioneer {
+// New builds an auctioneer that wakes on notes (the store's notifier,
+// db.Store.Notifications) and at least every Interval.
+func New(store Store, notes Notifications, cells Cells, opts Options, log *zap.Logger) *Auctioneer {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
 	}
@@ -86,17 +92,14 @@ func New(store Store, cells Cells, opts Options, log *zap.Logger) *Auctioneer {
 	if opts.BatchWindow <= 0 {
 		opts.BatchWindow = 10 * time.Millisecond
 	}
-	return &Auctioneer{store: store, cells: cells, opts: opts, log: log.Named("auctioneer"),
+	return &Auctioneer{store: store, notes: notes, cells: cells, opts: opts, log: log.Named("auctioneer"),
 		sent: map[slot]attempt{}, failed: map[slot]time.Time{}}
 }
 
 // Run places instances until ctx ends, leading when it can.
 func (a *Auctioneer) Run(ctx context.Context) error {
-	listener := pq.NewListener(a.store.URL(), 100*time.Millisecond, 10*time.Second, nil)
-	defer listener.Close()
-	if err := listener.Listen(db.EventsChannel); err != nil {
-		return err
-	}
+	sub := a.notes.Subscribe(ctx, db.EventsChannel)
+	defer sub.Close()
 	var lead *db.Leadership
 	defer func() {
 		if lead != nil {
@@ -126,23 +129,21 @@ func (a *Auctioneer) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-listener.Notify:
+		case <-sub.C:
+			if sub.Resynced() {
+				// The notifier lost its connection (and logged why): the next round reads
+				// everything that waits, which is all a missed notification could have said.
+				a.log.Info("notifications resynced after a lost connection")
+			}
 			// Many changes arrive together (a rollout step, a batch of claims): gather them
-			// for a moment so that one round places all they made waiting.
+			// for a moment so that one round places all they made waiting. The subscription
+			// holds at most one pending wake-up, which this round covers.
 			time.Sleep(a.opts.BatchWindow)
-			drain(listener.Notify)
+			select {
+			case <-sub.C:
+			default:
+			}
 		case <-time.After(a.opts.Interval):
-		}
-	}
-}
-
-// drain empties a notification channel without blocking.
-func drain(ch <-chan *pq.Notification) {
-	for {
-		select {
-		case <-ch:
-		default:
-			return
 		}
 	}
 }

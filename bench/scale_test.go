@@ -108,7 +108,7 @@ func BenchmarkScale(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Logf("vacuum after placement: %s", time.Since(t0).Round(time.Millisecond))
-		api := startAPIProcess(b, c.Store.URL())
+		api := startAPIProcess(b, c.DatabaseURL)
 		rss0 := api.memory(b)
 		readAll(b, api, "fleet running")
 		c.StopCells()

@@ -30,6 +30,12 @@ type ConvergeOptions struct {
 	// RetiredHistory is how many retired definitions each LRP keeps for rollback; 0 means 10
 	// (API.md, like Kubernetes' revisionHistoryLimit).
 	RetiredHistory int
+	// EventRetention is how long events stay in the log; 0 means DefaultEventRetention.
+	// EventsKept is the most events it keeps, the newest; 0 means DefaultEventsKept. Each
+	// pass prunes what is beyond either (PruneEvents): nothing else would, and the log
+	// grows with every change.
+	EventRetention time.Duration
+	EventsKept     int
 }
 
 // ConvergeResult says what a pass changed, step by step.
@@ -53,6 +59,8 @@ type ConvergeResult struct {
 	// DefinitionsRetired are unused live definitions retired; DefinitionsPruned are retired
 	// definitions beyond the history limit deleted.
 	DefinitionsRetired, DefinitionsPruned int
+	// EventsPruned are events deleted from the log.
+	EventsPruned int
 	// ToStop are the instances cells must stop. Stop requests must be idempotent: an extra
 	// instance is listed on every pass until its cell reports it stopped.
 	ToStop []model.ActualLRP
@@ -64,14 +72,21 @@ func (s *Store) Converge(ctx context.Context, opts ConvergeOptions) (*ConvergeRe
 	if opts.RestartPolicy != nil {
 		policy = *opts.RestartPolicy
 	}
-	if opts.StaleUnclaimed < 0 || opts.RetiredHistory < 0 {
-		return nil, model.Errorf(model.ErrInvalidRequest, "stale unclaimed age and retired history must not be negative")
+	if opts.StaleUnclaimed < 0 || opts.RetiredHistory < 0 || opts.EventRetention < 0 || opts.EventsKept < 0 {
+		return nil, model.Errorf(model.ErrInvalidRequest,
+			"stale unclaimed age, retired history, event retention and events kept must not be negative")
 	}
 	if opts.StaleUnclaimed == 0 {
 		opts.StaleUnclaimed = 30 * time.Second
 	}
 	if opts.RetiredHistory == 0 {
 		opts.RetiredHistory = defaultRetiredHistory
+	}
+	if opts.EventRetention == 0 {
+		opts.EventRetention = DefaultEventRetention
+	}
+	if opts.EventsKept == 0 {
+		opts.EventsKept = DefaultEventsKept
 	}
 	res := &ConvergeResult{}
 	// Suspects go first: a suspect whose replacement runs must be gone before that
@@ -87,6 +102,10 @@ func (s *Store) Converge(ctx context.Context, opts ConvergeOptions) (*ConvergeRe
 		},
 		func(ctx context.Context, r *ConvergeResult) error {
 			return s.pruneDefinitions(ctx, r, opts.RetiredHistory)
+		},
+		func(ctx context.Context, r *ConvergeResult) (err error) {
+			r.EventsPruned, err = s.PruneEvents(ctx, opts.EventRetention, opts.EventsKept)
+			return err
 		},
 	}
 	for _, step := range steps {

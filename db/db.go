@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -16,6 +17,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq" // the PostgreSQL driver
 	"github.com/updatable-lrps/bbs/model"
+	"go.uber.org/zap"
 )
 
 //go:embed migrations/*.sql
@@ -24,13 +26,31 @@ var migrations embed.FS
 // Store reads and writes the BBS records.
 type Store struct {
 	db            *sqlx.DB
-	url           string
+	url           string // for the notification connection; nobody outside needs it
+	log           *zap.Logger
 	now           func() time.Time
 	restartPolicy model.RestartPolicy
+
+	notifyMu sync.Mutex
+	notifier *Notifier
+	closed   bool
+}
+
+// Option tunes Open.
+type Option func(*Store)
+
+// WithLogger is where the store reports trouble it handles itself, such as a lost
+// notification connection; without it, nowhere.
+func WithLogger(log *zap.Logger) Option {
+	return func(s *Store) {
+		if log != nil {
+			s.log = log
+		}
+	}
 }
 
 // Open connects to the database at url and checks that it answers.
-func Open(ctx context.Context, url string) (*Store, error) {
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	d, err := sqlx.Open("postgres", withBinaryParameters(url))
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
@@ -42,11 +62,39 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		d.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
-	return &Store{db: d, url: url, now: time.Now, restartPolicy: model.DefaultRestartPolicy()}, nil
+	s := &Store{db: d, url: url, log: zap.NewNop(), now: time.Now, restartPolicy: model.DefaultRestartPolicy()}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
 }
 
-// Close releases the connections.
-func (s *Store) Close() error { return s.db.Close() }
+// Notifications is the process's one listening connection, started on the first call and
+// shared by every later one: each listening connection holds a PostgreSQL backend, and all
+// subscribers of a process fit on one.
+func (s *Store) Notifications() *Notifier {
+	s.notifyMu.Lock()
+	defer s.notifyMu.Unlock()
+	if s.notifier == nil {
+		s.notifier = newNotifier(s.url, s.log)
+		if s.closed {
+			s.notifier.Close()
+		}
+	}
+	return s.notifier
+}
+
+// Close releases the connections, the notification connection too.
+func (s *Store) Close() error {
+	s.notifyMu.Lock()
+	s.closed = true
+	n := s.notifier
+	s.notifyMu.Unlock()
+	if n != nil {
+		n.Close()
+	}
+	return s.db.Close()
+}
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
@@ -111,19 +159,22 @@ func (s *Store) nowNanos() int64 { return s.now().UnixNano() }
 // reads the whole fleet and saves nothing on queries this short. Either can be overridden in
 // the URL. []byte parameters travel in binary format: pass JSON as a string (jsonText).
 func withBinaryParameters(url string) string {
-	for _, p := range []string{"binary_parameters=yes", "jit=off"} {
-		name := p[:strings.IndexByte(p, '=')]
-		if strings.Contains(url, name+"=") {
-			continue
-		}
-		switch {
-		case !strings.Contains(url, "://"):
-			url += " " + p
-		case strings.Contains(url, "?"):
-			url += "&" + p
-		default:
-			url += "?" + p
-		}
+	return withParameter(withParameter(url, "binary_parameters", "yes"), "jit", "off")
+}
+
+// withParameter adds name=value to a connection string, URL or key=value form, unless it
+// sets name already.
+func withParameter(url, name, value string) string {
+	if strings.Contains(url, name+"=") {
+		return url
 	}
-	return url
+	p := name + "=" + value
+	switch {
+	case !strings.Contains(url, "://"):
+		return url + " " + p
+	case strings.Contains(url, "?"):
+		return url + "&" + p
+	default:
+		return url + "?" + p
+	}
 }

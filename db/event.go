@@ -60,7 +60,8 @@ INSERT INTO events (name, data) SELECT n, d::json FROM unnest($1::text[], $2::te
 	return err
 }
 
-// EventsAfter returns up to limit events with ids above after, in id order.
+// EventsAfter returns up to limit events with ids above after, in id order. When events
+// the reader had not read yet were pruned, the first is the EventsPruned marker.
 func (s *Store) EventsAfter(ctx context.Context, after int64, limit int) ([]model.Event, error) {
 	var rows []struct {
 		ID   int64  `db:"id"`
@@ -84,14 +85,54 @@ func (s *Store) LastEventID(ctx context.Context) (int64, error) {
 	return id, mapError(err)
 }
 
-// PruneEvents deletes events older than age; subscribers read recent events only.
-func (s *Store) PruneEvents(ctx context.Context, age time.Duration) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM events WHERE created_at < now() - make_interval(secs => $1)`, age.Seconds())
-	if err != nil {
-		return 0, mapError(err)
-	}
-	return res.RowsAffected()
-}
+// EventsPruned names the row that stands for pruned events. Pruning rewrites the newest
+// event it removes into this marker, which therefore stays the oldest row: EventsAfter
+// returns it first to a reader whose cursor is older than the pruning, and only to such a
+// reader, which so learns that it missed events (a hole in the ids alone could be a
+// rolled-back transaction's).
+const EventsPruned = "bbs_events_pruned"
 
-// URL is the connection string, for components that open their own listening connection.
-func (s *Store) URL() string { return s.url }
+// Defaults of event pruning: the log serves the event stream, whose readers follow it live
+// and re-read the state after a lost connection, so it need not outlive that by much; an
+// hour of events, at most 100,000 of them (100–200 MB of JSON), covers readers that stall
+// for a while and leaves room to look into what just happened with SQL.
+const (
+	DefaultEventRetention = time.Hour
+	DefaultEventsKept     = 100_000
+)
+
+// pruneBatch is the most events one call deletes. A log that grew for long (or before
+// pruning existed) shrinks over several passes, each of them short, rather than in one
+// statement that outlasts the convergence activity's timeout and is rolled back every time.
+const pruneBatch = 100_000
+
+// PruneEvents deletes the events older than retention and all but the newest keep, oldest
+// first and at most pruneBatch of them, leaving the EventsPruned marker in their place. It
+// returns how many it deleted. Age is the committing transaction's start, so an event of a
+// long transaction may go up to its length early.
+func (s *Store) PruneEvents(ctx context.Context, retention time.Duration, keep int) (int, error) {
+	if retention < 0 || keep < 0 {
+		return 0, model.Errorf(model.ErrInvalidRequest, "event retention and events kept must not be negative")
+	}
+	var n int
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		// The cut is the newest event to go: the newest beyond keep, or the newest older
+		// than retention, whichever is newer, but no further than pruneBatch from the oldest.
+		var cut int64
+		if err := tx.GetContext(ctx, &cut, `SELECT CASE WHEN want IS NULL THEN 0 ELSE least(want, cap) END FROM (SELECT
+    greatest(
+        (SELECT id FROM events ORDER BY id DESC OFFSET $1 LIMIT 1),
+        (SELECT id FROM events WHERE created_at < now() - make_interval(secs => $2)
+         ORDER BY created_at DESC, id DESC LIMIT 1)) AS want,
+    (SELECT id FROM events ORDER BY id OFFSET $3 LIMIT 1) AS cap) c`, keep, retention.Seconds(), pruneBatch-1); err != nil {
+			return err
+		}
+		if cut == 0 {
+			return nil
+		}
+		return tx.GetContext(ctx, &n, `WITH gone AS (DELETE FROM events WHERE id < $1 RETURNING name),
+    marked AS (UPDATE events SET name = $2, data = '{}' WHERE id = $1 AND name <> $2 RETURNING 1)
+SELECT (SELECT count(*) FROM gone WHERE name <> $2) + (SELECT count(*) FROM marked)`, cut, EventsPruned)
+	})
+	return n, err
+}

@@ -91,11 +91,16 @@ VALUES (gen_random_uuid(), 'p1', 'update', 'p1', 'v2', $1, 1, 'rollout:p1')`
 // TestSessionSettings: the store's connections run without JIT compilation (it costs more
 // than it saves on every query over the whole fleet) unless the URL asks for it.
 func TestSessionSettings(t *testing.T) {
-	s := dbtest.NewStore(t)
+	url := dbtest.NewURL(t)
+	s, err := db.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	if jit := count(t, s, `SELECT (current_setting('jit') = 'off')::int`); jit != 1 {
 		t.Fatalf("jit is on in the store's sessions")
 	}
-	withJIT, err := db.Open(ctx, s.URL()+sep(s.URL())+"jit=on")
+	withJIT, err := db.Open(ctx, url+sep(url)+"jit=on")
 	if err != nil {
 		t.Fatal(err)
 	}

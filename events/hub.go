@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lib/pq"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
 	"go.uber.org/zap"
@@ -19,6 +18,11 @@ import (
 type Source interface {
 	EventsAfter(ctx context.Context, after int64, limit int) ([]model.Event, error)
 	LastEventID(ctx context.Context) (int64, error)
+}
+
+// Notifications is what the hub needs of the store's notifier (*db.Notifier).
+type Notifications interface {
+	Subscribe(ctx context.Context, channel string) *db.Subscription
 }
 
 // Options tune the hub; zero values take the defaults.
@@ -35,18 +39,19 @@ type Options struct {
 
 // Hub reads new events and hands them to every subscriber, in id order.
 type Hub struct {
-	src  Source
-	url  string
-	opts Options
-	log  *zap.Logger
+	src   Source
+	notes Notifications
+	opts  Options
+	log   *zap.Logger
 
 	mu   sync.Mutex
 	subs map[chan model.Event]struct{}
 	last int64
 }
 
-// NewHub builds a hub over src; url is the database to LISTEN on.
-func NewHub(src Source, url string, opts Options, log *zap.Logger) *Hub {
+// NewHub builds a hub over src, woken by notes (the store's notifier, db.Store.Notifications)
+// when there is something new to read.
+func NewHub(src Source, notes Notifications, opts Options, log *zap.Logger) *Hub {
 	if opts.GapWait == 0 {
 		opts.GapWait = time.Second
 	}
@@ -56,11 +61,13 @@ func NewHub(src Source, url string, opts Options, log *zap.Logger) *Hub {
 	if opts.Buffer == 0 {
 		opts.Buffer = 4096
 	}
-	return &Hub{src: src, url: url, opts: opts, log: log.Named("events"), subs: map[chan model.Event]struct{}{}}
+	return &Hub{src: src, notes: notes, opts: opts, log: log.Named("events"), subs: map[chan model.Event]struct{}{}}
 }
 
 // Subscribe returns a channel of the events committed from now on, and a function that ends
-// the subscription. The channel closes if the subscriber falls too far behind.
+// the subscription. The channel closes if the subscriber falls too far behind, or if the
+// hub itself did and events were pruned before it read them: either way the subscriber
+// missed events, and must re-read the state.
 func (h *Hub) Subscribe() (<-chan model.Event, func()) {
 	ch := make(chan model.Event, h.opts.Buffer)
 	h.mu.Lock()
@@ -83,15 +90,10 @@ func (h *Hub) Run(ctx context.Context) error {
 		return err
 	}
 	h.last = last
-	listener := pq.NewListener(h.url, 100*time.Millisecond, 10*time.Second, func(ev pq.ListenerEventType, err error) {
-		if err != nil {
-			h.log.Warn("event listener", zap.Error(err))
-		}
-	})
-	defer listener.Close()
-	if err := listener.Listen(db.EventsChannel); err != nil {
-		return err
-	}
+	// A resync (the notifier lost its connection) needs nothing more than a notification:
+	// the hub reads from its own cursor, so whatever was notified meanwhile is read anyway.
+	sub := h.notes.Subscribe(ctx, db.EventsChannel)
+	defer sub.Close()
 	var gapSince time.Time
 	for {
 		wait := h.opts.Poll
@@ -101,7 +103,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-listener.Notify:
+		case <-sub.C:
 		case <-time.After(wait):
 		}
 		gapSince = h.drain(ctx, gapSince)
@@ -120,6 +122,15 @@ func (h *Hub) drain(ctx context.Context, gapSince time.Time) time.Time {
 			return gapSince
 		}
 		for _, e := range evs {
+			if e.Name == db.EventsPruned {
+				// Events this hub had not read yet were pruned (it stalled for longer than
+				// the log keeps them): its subscribers missed them, and skipping on would
+				// hide it. They are dropped, as when they fall behind, to re-read the state.
+				h.dropAll()
+				gapSince = time.Time{}
+				h.last = e.ID
+				continue
+			}
 			if e.ID != h.last+1 {
 				if gapSince.IsZero() {
 					gapSince = time.Now()
@@ -135,6 +146,18 @@ func (h *Hub) drain(ctx context.Context, gapSince time.Time) time.Time {
 		if len(evs) < 1000 {
 			return gapSince
 		}
+	}
+}
+
+// dropAll ends every subscription, closing its channel.
+func (h *Hub) dropAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.log.Warn("events were pruned before the hub read them: dropping every subscriber, to re-read the state",
+		zap.Int64("after_event_id", h.last), zap.Int("subscribers", len(h.subs)))
+	for ch := range h.subs {
+		delete(h.subs, ch)
+		close(ch)
 	}
 }
 

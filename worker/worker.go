@@ -4,6 +4,8 @@
 package worker
 
 import (
+	"time"
+
 	"github.com/updatable-lrps/bbs/activities"
 	"github.com/updatable-lrps/bbs/workflows"
 	"go.temporal.io/sdk/client"
@@ -27,7 +29,16 @@ type Deps struct {
 	Rollouts activities.RolloutStarter
 	// Waiter wakes the activities that wait for an instance to run.
 	Waiter activities.Waiter
+	// Events bounds the event log that each convergence pass prunes.
+	Events EventLog
 	Log    *zap.Logger
+}
+
+// EventLog bounds the event log: events older than Retention, and all but the newest Kept,
+// are pruned by convergence; zero values mean db.DefaultEventRetention and db.DefaultEventsKept.
+type EventLog struct {
+	Retention time.Duration
+	Kept      int
 }
 
 // WorkflowRegistry is where workflows are registered: a worker, or a replayer of recorded
@@ -49,7 +60,8 @@ func Register(r sdkworker.Registry, d Deps) {
 		log = zap.NewNop()
 	}
 	RegisterWorkflows(r)
-	r.RegisterActivity(&activities.Converger{Store: d.ConvergeStore, Stopper: d.Stopper, Log: log.Named("converger")})
+	r.RegisterActivity(&activities.Converger{Store: d.ConvergeStore, Stopper: d.Stopper,
+		EventRetention: d.Events.Retention, EventsKept: d.Events.Kept, Log: log.Named("converger")})
 	r.RegisterActivity(&activities.Resumer{Store: d.ResumeStore, Starter: d.Rollouts, Log: log.Named("resumer")})
 	r.RegisterActivity(&activities.Rollouts{Store: d.RolloutStore, Stopper: d.Stopper, Waiter: d.Waiter, Log: log.Named("rollouts")})
 }

@@ -74,7 +74,7 @@ func openStore(ctx context.Context, url string, log *zap.Logger) (*db.Store, err
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		attemptCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		store, err := db.Open(attemptCtx, url)
+		store, err := db.Open(attemptCtx, url, db.WithLogger(log))
 		cancel()
 		if err == nil {
 			return store, nil

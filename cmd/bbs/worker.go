@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/updatable-lrps/bbs/cellapi"
+	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/system"
+	"github.com/updatable-lrps/bbs/worker"
 	"github.com/updatable-lrps/bbs/workflows"
 )
 
@@ -49,6 +51,9 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 	var rf rolloutFlags
 	rf.register(fs)
 	every := fs.Duration("convergence-interval", envDuration("BBS_CONVERGENCE_INTERVAL", workflows.DefaultConvergenceInterval), "how often convergence runs [BBS_CONVERGENCE_INTERVAL]")
+	var events worker.EventLog
+	fs.DurationVar(&events.Retention, "event-retention", envDuration("BBS_EVENT_RETENTION", db.DefaultEventRetention), "how long the event log keeps events (convergence prunes older ones) [BBS_EVENT_RETENTION]")
+	fs.IntVar(&events.Kept, "events-kept", envInt("BBS_EVENTS_KEPT", db.DefaultEventsKept), "the most events the event log keeps, the newest [BBS_EVENTS_KEPT]")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -75,7 +80,7 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 	}
 	defer temporal.Close()
 	w, err := system.StartWorker(ctx, system.WorkerConfig{Store: store, Temporal: temporal,
-		ConvergenceInterval: *every, Rollouts: rf.options(), Cells: cellapi.NewClient(cellTLS), Log: log})
+		ConvergenceInterval: *every, Events: events, Rollouts: rf.options(), Cells: cellapi.NewClient(cellTLS), Log: log})
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ type API struct {
 // it applies under an advisory lock, are in place; it returns once they are.
 func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	log := cfg.Log
-	hub := events.NewHub(cfg.Store, cfg.Store.URL(), cfg.Events, log)
+	hub := events.NewHub(cfg.Store, cfg.Store.Notifications(), cfg.Events, log)
 	stopper := &cellapi.Stopper{Cells: cfg.Store, Client: cfg.Cells}
 	server := api.NewServer(cfg.Store, stopper, log).WithEvents(hub).
 		WithRollouts(cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue))

@@ -36,6 +36,9 @@ type WorkerConfig struct {
 	WrapStopper func(activities.Stopper) activities.Stopper
 	// Placement tunes the auctioneer (zero values: its defaults).
 	Placement auctioneer.Options
+	// Events bounds the event log that convergence prunes (zero values: the store's
+	// defaults).
+	Events worker.EventLog
 	// CellWatchInterval is how often the cell watch looks for vanished cells; 0 means 2 s.
 	CellWatchInterval time.Duration
 	Log               *zap.Logger
@@ -44,7 +47,6 @@ type WorkerConfig struct {
 // Worker is a running worker process.
 type Worker struct {
 	worker sdkworker.Worker
-	waiter *activities.PGWaiter
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -65,14 +67,14 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 		stopper = cfg.WrapStopper(stopper)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	w := &Worker{cancel: cancel, waiter: activities.NewPGWaiter(cfg.Store.URL(), log)}
+	w := &Worker{cancel: cancel}
 	w.worker = worker.New(cfg.Temporal, queue, worker.Deps{
 		ConvergeStore: cfg.Store, ResumeStore: cfg.Store, RolloutStore: cfg.Store,
-		Stopper: stopper, Waiter: w.waiter, Log: log,
+		Stopper: stopper, Waiter: activities.NewPGWaiter(cfg.Store.Notifications()), Log: log,
 		Rollouts: cfg.Rollouts.client(cfg.Temporal, queue),
+		Events:   cfg.Events,
 	})
 	if err := w.worker.Start(); err != nil {
-		w.waiter.Close()
 		cancel()
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
@@ -92,7 +94,7 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 			}
 		})
 	})
-	placement := auctioneer.New(cfg.Store, cfg.Cells, cfg.Placement, log)
+	placement := auctioneer.New(cfg.Store, cfg.Store.Notifications(), cfg.Cells, cfg.Placement, log)
 	w.run(ctx, func(ctx context.Context) {
 		if err := placement.Run(ctx); err != nil && ctx.Err() == nil {
 			log.Error("placement stopped", zap.Error(err))
@@ -108,12 +110,11 @@ func (w *Worker) run(ctx context.Context, f func(context.Context)) {
 }
 
 // Stop stops placement, the cell watch and the Temporal worker (activities in flight are
-// given the SDK's stop timeout), then the waiter.
+// given the SDK's stop timeout).
 func (w *Worker) Stop() {
 	w.cancel()
 	w.wg.Wait()
 	w.worker.Stop()
-	w.waiter.Close()
 }
 
 func taskQueueOr(q string) string {

@@ -79,6 +79,8 @@ const noConvergeInterval = 1000 * time.Hour
 // Cluster is a running system.
 type Cluster struct {
 	Store *db.Store
+	// DatabaseURL is the store's database, for processes a test starts of its own.
+	DatabaseURL string
 	// Stopper asks cells to stop instances (what the API and the activities use).
 	Stopper *cellapi.Stopper
 	BBS     *bbsclient.Client
@@ -112,11 +114,16 @@ type Cell struct {
 func New(t testing.TB, opts Options) *Cluster {
 	t.Helper()
 	log := zap.NewNop()
-	store := dbtest.NewStore(t)
+	dbURL := dbtest.NewURL(t)
+	store, err := db.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Fatalf("open the test database: %v", err)
+	}
+	t.Cleanup(func() { store.Close() })
 	if opts.RestartPolicy != nil {
 		store.SetRestartPolicy(*opts.RestartPolicy)
 	}
-	c := &Cluster{Store: store, Stopper: &cellapi.Stopper{Cells: store, Client: cellapi.NewClient(nil)}, t: t, backend: opts.Backend, opts: opts}
+	c := &Cluster{Store: store, DatabaseURL: dbURL, Stopper: &cellapi.Stopper{Cells: store, Client: cellapi.NewClient(nil)}, t: t, backend: opts.Backend, opts: opts}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	t.Cleanup(c.stop)
 

@@ -1,0 +1,115 @@
+package auctioneer_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/updatable-lrps/bbs/auctioneer"
+	"github.com/updatable-lrps/bbs/cellapi"
+	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/internal/dbtest"
+	"github.com/updatable-lrps/bbs/model"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// recordingCells takes every piece of work and reports which LRPs it was handed.
+type recordingCells struct{ got chan string }
+
+func (c *recordingCells) Perform(_ context.Context, _ string, work []cellapi.Work) ([]cellapi.Rejection, error) {
+	for _, w := range work {
+		c.got <- w.Key.ProcessGUID
+	}
+	return nil, nil
+}
+
+func (c *recordingCells) wait(t *testing.T, guid string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case g := <-c.got:
+			if g == guid {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("%s was never placed", guid)
+		}
+	}
+}
+
+func desire(t *testing.T, s *db.Store, guid string) {
+	t.Helper()
+	_, err := s.DesireLRP(context.Background(), &model.DesiredLRP{
+		ProcessGUID: guid, Domain: "cf-apps", Instances: 1,
+		LRPDefinition: model.LRPDefinition{
+			RootFS: "docker:///busybox", MemoryMB: 64, DiskMB: 64,
+			Action: &model.Action{Run: &model.RunAction{Path: "/bin/true"}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitLog(t *testing.T, logs *observer.ObservedLogs, level zapcore.Level, text string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, e := range logs.All() {
+			if e.Level == level && strings.Contains(e.Message, text) {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no %s log containing %q; got %v", level, text, logs.All())
+}
+
+// Placement runs when the store notifies, not only on its interval (an hour here), and after
+// the notification connection is lost it says so (the notifier, at warn) and places what
+// waits once it is back, whatever was notified meanwhile.
+func TestPlacementWakesOnNotifications(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	core, logs := observer.New(zap.InfoLevel)
+	log := zap.New(core)
+	s, err := db.Open(ctx, dbtest.NewURL(t), db.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.DB().Exec(`INSERT INTO cells (cell_id, zone, rep_address, memory_mb, disk_mb, containers, expires_at)
+VALUES ('cell-1', 'z1', 'http://127.0.0.1:1', 4096, 4096, 100, now() + interval '1 hour')`); err != nil {
+		t.Fatal(err)
+	}
+	cells := &recordingCells{got: make(chan string, 100)}
+	a := auctioneer.New(s, s.Notifications(), cells, auctioneer.Options{Interval: time.Hour}, log)
+	done := make(chan struct{})
+	go func() { defer close(done); a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitLog(t, logs, zap.InfoLevel, "leading placement")
+	if err := s.Notifications().Listen(ctx, db.EventsChannel); err != nil {
+		t.Fatal(err)
+	}
+
+	desire(t, s, "first")
+	cells.wait(t, "first")
+	// Only a notification can start the round that places this one.
+	desire(t, s, "second")
+	cells.wait(t, "second")
+
+	if _, err := s.DB().Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+WHERE datname = current_database() AND application_name = $1`, db.ListenerApplicationName); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, logs, zap.WarnLevel, "lost its connection")
+	waitLog(t, logs, zap.InfoLevel, "notifications resynced")
+	desire(t, s, "third")
+	cells.wait(t, "third")
+}

@@ -1,0 +1,187 @@
+package db_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/internal/dbtest"
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// addEvents appends n events committed age ago (as far as pruning can tell) and returns
+// their ids.
+func addEvents(t *testing.T, s *db.Store, n int, age time.Duration) []int64 {
+	t.Helper()
+	var ids []int64
+	if err := s.DB().SelectContext(ctx, &ids, `INSERT INTO events (name, data, created_at)
+SELECT 'desired_lrp_changed', '{}', now() - make_interval(secs => $2) FROM generate_series(1, $1)
+RETURNING id`, n, age.Seconds()); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// eventIDs lists the stored events after an id, marker included, as EventsAfter gives them.
+func eventIDs(t *testing.T, s *db.Store, after int64) []model.Event {
+	t.Helper()
+	evs, err := s.EventsAfter(ctx, after, 1_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func prune(t *testing.T, s *db.Store, retention time.Duration, keep int) int {
+	t.Helper()
+	n, err := s.PruneEvents(ctx, retention, keep)
+	if err != nil {
+		t.Fatalf("PruneEvents: %v", err)
+	}
+	return n
+}
+
+// wantPruned checks that the log is the marker standing for pruned, then the events of kept.
+func wantPruned(t *testing.T, s *db.Store, pruned int64, kept []int64) {
+	t.Helper()
+	evs := eventIDs(t, s, 0)
+	if len(evs) != len(kept)+1 {
+		t.Fatalf("%d rows left, want the marker and %d events", len(evs), len(kept))
+	}
+	if evs[0].Name != db.EventsPruned || evs[0].ID != pruned {
+		t.Fatalf("oldest row = %d %s, want the marker at %d (the newest event pruned)", evs[0].ID, evs[0].Name, pruned)
+	}
+	for i, id := range kept {
+		if evs[i+1].ID != id || evs[i+1].Name == db.EventsPruned {
+			t.Fatalf("row %d = %d %s, want event %d", i+1, evs[i+1].ID, evs[i+1].Name, id)
+		}
+	}
+}
+
+func TestPruneEvents(t *testing.T) {
+	t.Run("by age", func(t *testing.T) {
+		s := dbtest.NewStore(t)
+		old := addEvents(t, s, 10, 2*time.Hour)
+		recent := addEvents(t, s, 5, 10*time.Minute)
+		fresh := addEvents(t, s, 5, 0)
+		if n := prune(t, s, time.Hour, 1000); n != 10 {
+			t.Fatalf("pruned %d, want the 10 older than an hour", n)
+		}
+		wantPruned(t, s, old[9], append(recent, fresh...))
+		if n := prune(t, s, time.Hour, 1000); n != 0 {
+			t.Fatalf("a second pass pruned %d, want 0", n)
+		}
+		wantPruned(t, s, old[9], append(recent, fresh...))
+		if n := prune(t, s, 5*time.Minute, 1000); n != 5 {
+			t.Fatalf("pruned %d with a retention of 5 min, want 5", n)
+		}
+		wantPruned(t, s, recent[4], fresh)
+	})
+	t.Run("by count", func(t *testing.T) {
+		s := dbtest.NewStore(t)
+		ids := addEvents(t, s, 20, 0)
+		if n := prune(t, s, time.Hour, 5); n != 15 {
+			t.Fatalf("pruned %d keeping 5 of 20, want 15", n)
+		}
+		wantPruned(t, s, ids[14], ids[15:])
+		// The marker is not an event: five are still kept.
+		if n := prune(t, s, time.Hour, 5); n != 0 {
+			t.Fatalf("a second pass pruned %d, want 0", n)
+		}
+		more := addEvents(t, s, 3, 0)
+		if n := prune(t, s, time.Hour, 5); n != 3 {
+			t.Fatalf("pruned %d after 3 more, want 3", n)
+		}
+		wantPruned(t, s, ids[17], append(ids[18:], more...))
+	})
+	t.Run("by age and count, whichever prunes more", func(t *testing.T) {
+		s := dbtest.NewStore(t)
+		old := addEvents(t, s, 5, 2*time.Hour)
+		fresh := addEvents(t, s, 10, 0)
+		if n := prune(t, s, time.Hour, 12); n != 5 {
+			t.Fatalf("pruned %d, want the 5 old ones (12 would be kept by count)", n)
+		}
+		wantPruned(t, s, old[4], fresh)
+		if n := prune(t, s, time.Hour, 3); n != 7 {
+			t.Fatalf("pruned %d keeping 3, want 7", n)
+		}
+		wantPruned(t, s, fresh[6], fresh[7:])
+	})
+	t.Run("everything, when all is old", func(t *testing.T) {
+		s := dbtest.NewStore(t)
+		ids := addEvents(t, s, 4, 2*time.Hour)
+		if n := prune(t, s, time.Hour, 1000); n != 4 {
+			t.Fatalf("pruned %d, want all 4", n)
+		}
+		wantPruned(t, s, ids[3], nil)
+		// The stream goes on from the marker: the next event follows it.
+		last, err := s.LastEventID(ctx)
+		if err != nil || last != ids[3] {
+			t.Fatalf("LastEventID = %d, %v, want the marker's %d", last, err, ids[3])
+		}
+	})
+	t.Run("a long log over several passes", func(t *testing.T) {
+		s := dbtest.NewStore(t)
+		// More than one pass deletes (100,000), as a log that grew unpruned for long is.
+		ids := addEvents(t, s, 100_010, 2*time.Hour)
+		if n := prune(t, s, time.Hour, 1000); n != 100_000 {
+			t.Fatalf("the first pass pruned %d, want 100,000", n)
+		}
+		if n := prune(t, s, time.Hour, 1000); n != 10 {
+			t.Fatalf("the second pass pruned %d, want the last 10", n)
+		}
+		wantPruned(t, s, ids[len(ids)-1], nil)
+	})
+	t.Run("negative bounds", func(t *testing.T) {
+		s := dbtest.NewStore(t)
+		if _, err := s.PruneEvents(ctx, -time.Second, 10); model.TypeOf(err) != model.ErrInvalidRequest {
+			t.Fatalf("a negative retention = %v, want InvalidRequest", err)
+		}
+		if _, err := s.PruneEvents(ctx, time.Hour, -1); model.TypeOf(err) != model.ErrInvalidRequest {
+			t.Fatalf("a negative count = %v, want InvalidRequest", err)
+		}
+	})
+}
+
+// A reader learns from the marker that events it had not read were pruned, and only then:
+// one that read past the pruned events sees the log go on as if nothing happened.
+func TestEventsAfterPruning(t *testing.T) {
+	s := dbtest.NewStore(t)
+	ids := addEvents(t, s, 10, 0)
+	prune(t, s, time.Hour, 4) // ids[0..5] go, ids[5] becomes the marker
+	behind := eventIDs(t, s, ids[2])
+	if len(behind) == 0 || behind[0].Name != db.EventsPruned || behind[0].ID != ids[5] {
+		t.Fatalf("a reader at %d gets %v first, want the marker at %d", ids[2], behind, ids[5])
+	}
+	if len(behind) != 5 || behind[1].ID != ids[6] {
+		t.Fatalf("a reader at %d gets %d rows, want the marker and the 4 kept", ids[2], len(behind))
+	}
+	for _, at := range []int64{ids[5], ids[7]} {
+		for _, e := range eventIDs(t, s, at) {
+			if e.Name == db.EventsPruned {
+				t.Fatalf("a reader at %d, who missed nothing, got the marker", at)
+			}
+		}
+	}
+}
+
+// Convergence prunes the log, with the store's defaults unless told otherwise.
+func TestConvergePrunesEvents(t *testing.T) {
+	s := dbtest.NewStore(t)
+	addEvents(t, s, 3, 2*time.Hour)
+	addEvents(t, s, 8, 0)
+	if res := converge(t, s, db.ConvergeOptions{}); res.EventsPruned != 3 {
+		t.Fatalf("a default pass pruned %d events, want the 3 older than %v", res.EventsPruned, db.DefaultEventRetention)
+	}
+	if res := converge(t, s, db.ConvergeOptions{EventsKept: 5}); res.EventsPruned != 3 {
+		t.Fatalf("a pass keeping 5 pruned %d, want 3", res.EventsPruned)
+	}
+	if res := converge(t, s, db.ConvergeOptions{EventRetention: time.Nanosecond}); res.EventsPruned != 5 {
+		t.Fatalf("a pass keeping nothing older than 1 ns pruned %d, want 5", res.EventsPruned)
+	}
+	for _, opts := range []db.ConvergeOptions{{EventRetention: -time.Second}, {EventsKept: -1}} {
+		if _, err := s.Converge(ctx, opts); model.TypeOf(err) != model.ErrInvalidRequest {
+			t.Fatalf("Converge(%+v) = %v, want InvalidRequest", opts, err)
+		}
+	}
+}
