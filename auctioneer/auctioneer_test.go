@@ -2,9 +2,12 @@ package auctioneer_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/updatable-lrps/bbs/internal/testwait"
 
 	"github.com/updatable-lrps/bbs/auctioneer"
 	"github.com/updatable-lrps/bbs/cellapi"
@@ -59,16 +62,14 @@ func desire(t *testing.T, s *db.Store, guid string) {
 
 func waitLog(t *testing.T, logs *observer.ObservedLogs, level zapcore.Level, text string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.Until(t, 10*time.Second, 10*time.Millisecond, fmt.Sprintf("a %s log containing %q", level, text), func() bool {
 		for _, e := range logs.All() {
 			if e.Level == level && strings.Contains(e.Message, text) {
-				return
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no %s log containing %q; got %v", level, text, logs.All())
+		return false
+	})
 }
 
 // Placement runs when the store notifies, not only on its interval (an hour here), and after

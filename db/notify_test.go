@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/updatable-lrps/bbs/internal/testwait"
+
 	"github.com/lib/pq"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/dbtest"
@@ -346,14 +348,12 @@ func TestNotifierClose(t *testing.T) {
 // waitLog waits up to 10 s for an entry at level whose message contains text.
 func waitLog(t *testing.T, logs *observer.ObservedLogs, level zapcore.Level, text string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.Until(t, 10*time.Second, 10*time.Millisecond, fmt.Sprintf("a %s log containing %q", level, text), func() bool {
 		for _, e := range logs.All() {
 			if e.Level == level && strings.Contains(e.Message, text) {
-				return
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no %s log containing %q; got %v", level, text, logs.All())
+		return false
+	})
 }
