@@ -34,7 +34,9 @@ const rolloutHistoryFile = "testdata/rollout_history.json"
 
 // Replaying recorded histories proves the workflow code still makes the same decisions:
 // rollout_history.json and every set under testdata/rollout (TestRecordRolloutHistories),
-// each file a subtest.
+// each file a subtest. Beyond the commands a replay checks, each call the workflow makes
+// (with its input), its search attributes and its output must match the golden file
+// recorded next to the history (replayCalls).
 func TestRolloutWorkflowReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(rolloutHistoryDir, "*", "*.json"))
 	if err != nil {
@@ -43,11 +45,7 @@ func TestRolloutWorkflowReplay(t *testing.T) {
 	for _, file := range append([]string{rolloutHistoryFile}, files...) {
 		name := strings.TrimSuffix(strings.TrimPrefix(filepath.ToSlash(file), "testdata/"), ".json")
 		t.Run(name, func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
-			r.RegisterWorkflow(workflows.RolloutWorkflow)
-			if err := r.ReplayWorkflowHistoryFromJSONFile(temporalzap.New(zaptest.NewLogger(t)), file); err != nil {
-				t.Fatal(err)
-			}
+			checkCalls(t, file, replayCalls(t, file))
 		})
 	}
 }
