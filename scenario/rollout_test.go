@@ -543,7 +543,7 @@ func testRolloutDelete(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var out workflows.RolloutOutput
-	if err := c.Temporal.GetWorkflow(wctx, workflows.RolloutWorkflowID(guid), "").Get(wctx, &out); err != nil {
+	if err := c.Temporal.GetWorkflow(wctx, model.RolloutWorkflowID(guid), "").Get(wctx, &out); err != nil {
 		t.Fatalf("rollout workflow: %v", err)
 	}
 	if out.State != model.RolloutFailed || out.Reason != "the LRP was removed" {
@@ -774,7 +774,7 @@ func (c *rolloutCluster) progress(guid string) workflows.RolloutProgress {
 	c.t.Helper()
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	v, err := c.Temporal.QueryWorkflow(qctx, workflows.RolloutWorkflowID(guid), "", workflows.QueryProgress)
+	v, err := c.Temporal.QueryWorkflow(qctx, model.RolloutWorkflowID(guid), "", workflows.QueryProgress)
 	if err != nil {
 		c.t.Fatalf("query progress: %v", err)
 	}
@@ -788,7 +788,7 @@ func (c *rolloutCluster) progress(guid string) workflows.RolloutProgress {
 // searchAttribute reads a keyword search attribute of the LRP's (latest) rollout workflow.
 func (c *rolloutCluster) searchAttribute(guid, name string) string {
 	c.t.Helper()
-	d, err := c.Temporal.DescribeWorkflowExecution(ctx, workflows.RolloutWorkflowID(guid), "")
+	d, err := c.Temporal.DescribeWorkflowExecution(ctx, model.RolloutWorkflowID(guid), "")
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -131,10 +131,6 @@ type RolloutProgress struct {
 	Superseded       []string `json:"superseded,omitempty"`
 }
 
-// RolloutWorkflowID is the id of an LRP's rollout workflow: one per LRP, so that starting it
-// twice (the API and the converger racing) finds the running one.
-func RolloutWorkflowID(guid string) string { return "rollout:" + guid }
-
 var acts *activities.Rollouts // names the activities, as Temporal resolves them by name
 
 // RolloutWorkflow walks an LRP's instances from one definition to another with zero

@@ -46,7 +46,7 @@ type recording struct {
 
 func (r *recording) signal(ctx context.Context, t *testing.T, name string, arg any) {
 	t.Helper()
-	if err := r.c.SignalWorkflow(ctx, workflows.RolloutWorkflowID(r.guid), "", name, arg); err != nil {
+	if err := r.c.SignalWorkflow(ctx, model.RolloutWorkflowID(r.guid), "", name, arg); err != nil {
 		t.Fatalf("signal %s: %v", name, err)
 	}
 }
@@ -64,7 +64,7 @@ func (r *recording) waitProgress(ctx context.Context, t *testing.T, rollout stri
 
 func (r *recording) query(ctx context.Context, t *testing.T) workflows.RolloutProgress {
 	t.Helper()
-	v, err := r.c.QueryWorkflow(ctx, workflows.RolloutWorkflowID(r.guid), "", workflows.QueryProgress)
+	v, err := r.c.QueryWorkflow(ctx, model.RolloutWorkflowID(r.guid), "", workflows.QueryProgress)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ var recordingScenarios = []recordingScenario{
 		name: "temporal_cancel", instances: 3, startIn: 200 * time.Millisecond,
 		steer: func(ctx context.Context, t *testing.T, r *recording) {
 			r.waitProgress(ctx, t, "r1", updated(1))
-			if err := r.c.CancelWorkflow(ctx, workflows.RolloutWorkflowID(r.guid), ""); err != nil {
+			if err := r.c.CancelWorkflow(ctx, model.RolloutWorkflowID(r.guid), ""); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -314,17 +314,17 @@ func recordScenario(t *testing.T, c client.Client, dir string, sc recordingScena
 		sc.steer(ctx, t, r)
 	}
 	var out workflows.RolloutOutput
-	if err := c.GetWorkflow(ctx, workflows.RolloutWorkflowID(guid), runID).Get(ctx, &out); err != nil {
+	if err := c.GetWorkflow(ctx, model.RolloutWorkflowID(guid), runID).Get(ctx, &out); err != nil {
 		t.Fatalf("rollout: %v", err)
 	}
 	sc.check(t, r, out)
-	runs := runChain(ctx, t, c, workflows.RolloutWorkflowID(guid), runID)
+	runs := runChain(ctx, t, c, model.RolloutWorkflowID(guid), runID)
 	for i, run := range runs {
 		file := filepath.Join(dir, sc.name+".json")
 		if len(runs) > 1 {
 			file = filepath.Join(dir, fmt.Sprintf("%s_run%d.json", sc.name, i+1))
 		}
-		recordHistory(ctx, t, c, workflows.RolloutWorkflowID(guid), run, file)
+		recordHistory(ctx, t, c, model.RolloutWorkflowID(guid), run, file)
 	}
 }
 

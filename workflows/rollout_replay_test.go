@@ -284,7 +284,7 @@ func TestRolloutOnDevServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	v, err := c.QueryWorkflow(ctx, workflows.RolloutWorkflowID("app"), "", workflows.QueryProgress)
+	v, err := c.QueryWorkflow(ctx, model.RolloutWorkflowID("app"), "", workflows.QueryProgress)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestRolloutOnDevServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out workflows.RolloutOutput
-	if err := c.GetWorkflow(ctx, workflows.RolloutWorkflowID("app"), runID).Get(ctx, &out); err != nil {
+	if err := c.GetWorkflow(ctx, model.RolloutWorkflowID("app"), runID).Get(ctx, &out); err != nil {
 		t.Fatalf("rollout: %v", err)
 	}
 	if out.State != model.RolloutCompleted || out.RolloutID != "r2" || !slices.Equal(out.Updated, []int32{0, 1, 2}) {
@@ -315,7 +315,7 @@ func TestRolloutOnDevServer(t *testing.T) {
 		t.Fatalf("instances %q, want %q", got, want)
 	}
 	if os.Getenv("BBS_RECORD_HISTORY") != "" {
-		recordHistory(ctx, t, c, workflows.RolloutWorkflowID("app"), runID, rolloutHistoryFile)
+		recordHistory(ctx, t, c, model.RolloutWorkflowID("app"), runID, rolloutHistoryFile)
 	}
 }
 
