@@ -26,10 +26,10 @@ import (
 	"go.uber.org/zap/zaptest"
 )
 
-// rolloutHistoryFile is a RolloutWorkflow history (a walk paused, resumed and superseded)
-// recorded on a real dev server; rerecord it with
-// BBS_RECORD_HISTORY=1 go test ./workflows/ -run RolloutOnDevServer, and keep the old one as
-// a second replay case whenever the workflow changes.
+// rolloutHistoryFile is the first RolloutWorkflow history recorded (a walk paused, resumed and
+// superseded, on a real dev server, by BBS_RECORD_HISTORY=1 go test ./workflows/ -run
+// RolloutOnDevServer). Keep it as it is: new histories go into a set of their own
+// (TestRecordRolloutHistories), so that every version's keep replaying.
 const rolloutHistoryFile = "testdata/rollout_history.json"
 
 // Replaying recorded histories proves the workflow code still makes the same decisions:
