@@ -365,7 +365,7 @@ WHERE d.process_guid = l.process_guid AND d.live
   AND NOT EXISTS (SELECT 1 FROM actual_lrps a
       WHERE a.process_guid = d.process_guid AND a.definition_id = d.definition_id)
   AND NOT EXISTS (SELECT 1 FROM rollouts r WHERE r.process_guid = d.process_guid
-      AND r.state IN ('active', 'paused', 'canceling')
+      AND r.state IN `+inProgressStates+`
       AND d.definition_id IN (r.from_definition_id, r.to_definition_id))`, guid, def)
 	if err != nil {
 		return 0, err

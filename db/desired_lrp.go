@@ -370,7 +370,7 @@ func (s *Store) RemoveDesiredLRP(ctx context.Context, guid string) (*RemoveResul
 		}
 		if _, err := tx.ExecContext(ctx, `
 UPDATE rollouts SET state = 'failed', reason = 'the LRP was removed', finished_at = now()
-WHERE process_guid = $1 AND state IN ('active', 'paused', 'canceling')`, guid); err != nil {
+WHERE process_guid = $1 AND state IN `+inProgressStates, guid); err != nil {
 			return err
 		}
 		var removed []model.ActualLRP

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"strings"
 
 	"github.com/lib/pq"
 	"github.com/updatable-lrps/bbs/model"
@@ -25,6 +26,20 @@ type rolloutRow struct {
 	WorkflowID       string        `db:"workflow_id"`
 	RunID            string        `db:"run_id"`
 	Reason           string        `db:"reason"`
+}
+
+// inProgressStates is model.RolloutStatesInProgress as an SQL list for `state IN`: literals
+// rather than a parameter, so that the planner can match the partial index
+// rollouts_one_in_progress, whose predicate is the same list (TestInProgressStatesMatchTheIndex).
+var inProgressStates = sqlList(model.RolloutStatesInProgress())
+
+// sqlList quotes words as SQL string literals, in parentheses.
+func sqlList(words []string) string {
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = "'" + strings.ReplaceAll(w, "'", "''") + "'"
+	}
+	return "(" + strings.Join(quoted, ", ") + ")"
 }
 
 const rolloutColumns = `id, process_guid, kind, from_definition_id, to_definition_id, state,
@@ -52,7 +67,7 @@ func (s *Store) Rollouts(ctx context.Context, f model.RolloutFilter) ([]model.Ro
 	var rows []rolloutRow
 	err := s.db.SelectContext(ctx, &rows, `SELECT `+rolloutColumns+` FROM rollouts
 WHERE ($1 = '' OR process_guid = $1)
-  AND (NOT $2 OR state IN ('active', 'paused', 'canceling'))
+  AND (NOT $2 OR state IN `+inProgressStates+`)
 ORDER BY started_at DESC, id`, f.ProcessGUID, f.Active)
 	if err != nil {
 		return nil, mapError(err)
@@ -69,7 +84,7 @@ func (s *Store) RolloutByProcessGUID(ctx context.Context, guid string) (*model.R
 	var row rolloutRow
 	err := s.db.GetContext(ctx, &row, `SELECT `+rolloutColumns+` FROM rollouts
 WHERE process_guid = $1
-ORDER BY state IN ('active', 'paused', 'canceling') DESC, started_at DESC, id
+ORDER BY state IN `+inProgressStates+` DESC, started_at DESC, id
 LIMIT 1`, guid)
 	if err == sql.ErrNoRows {
 		return nil, notFound("rollout of", guid)

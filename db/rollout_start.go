@@ -33,9 +33,6 @@ type RolloutStart struct {
 	ToStop []model.ActualLRP
 }
 
-// RolloutWorkflowID is the id of an LRP's rollout workflow: one per LRP.
-func RolloutWorkflowID(guid string) string { return "rollout:" + guid }
-
 // StartRollout records, in one transaction, the target definition (a new row for an update;
 // a rollback revives a retired one), the LRP's active and previous definitions, and a rollout
 // row in state active — so that the workflow the caller starts next (or the converger, if the
@@ -95,7 +92,7 @@ WHERE process_guid = $1 RETURNING instances`, req.ProcessGUID, to, from); err !=
 		if err := tx.GetContext(ctx, &r, `INSERT INTO rollouts (id, process_guid, kind, from_definition_id, to_definition_id,
     state, instances, workflow_id)
 VALUES ($1, $2, $3, $4, $5, 'active', $6, $7)
-RETURNING `+rolloutColumns, uuid.NewString(), req.ProcessGUID, req.Kind, from, to, instances, RolloutWorkflowID(req.ProcessGUID)); err != nil {
+RETURNING `+rolloutColumns, uuid.NewString(), req.ProcessGUID, req.Kind, from, to, instances, model.RolloutWorkflowID(req.ProcessGUID)); err != nil {
 			return err
 		}
 		ro := r.model()
@@ -158,7 +155,7 @@ WHERE process_guid = $1 AND definition_id = $2`, row.ProcessGUID, req.Definition
 func rolloutInProgress(ctx context.Context, tx *sqlx.Tx, guid string) (*model.Rollout, error) {
 	var r rolloutRow
 	err := tx.GetContext(ctx, &r, `SELECT `+rolloutColumns+` FROM rollouts
-WHERE process_guid = $1 AND state IN ('active', 'paused', 'canceling') FOR UPDATE`, guid)
+WHERE process_guid = $1 AND state IN `+inProgressStates+` FOR UPDATE`, guid)
 	if err == sql.ErrNoRows {
 		return nil, nil
 	}

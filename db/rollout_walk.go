@@ -165,7 +165,7 @@ func (s *Store) RecordRolloutProgress(ctx context.Context, id string, p model.Ro
 		}
 		var r rolloutRow
 		err := tx.GetContext(ctx, &r, `UPDATE rollouts SET
-    state = CASE WHEN state IN ('active', 'paused', 'canceling') AND $2 IN ('active', 'paused', 'canceling') THEN $2 ELSE state END,
+    state = CASE WHEN state IN `+inProgressStates+` AND $2 IN `+inProgressStates+` THEN $2 ELSE state END,
     current_index = $3, updated_instances = $4, instances = $5, given_up_indices = $6,
     run_id = CASE WHEN $7 = '' THEN run_id ELSE $7 END
 WHERE id = $1 RETURNING `+rolloutColumns, id, p.State, p.CurrentIndex, p.UpdatedInstances, p.Instances, pq.Int32Array(given), p.RunID)
@@ -293,7 +293,7 @@ func (s *Store) RolloutsInProgress(ctx context.Context) ([]RolloutInProgress, er
     (extract(epoch FROM r.finished_at) * 1e9)::bigint AS finished_at,
     r.workflow_id, r.run_id, r.reason, l.domain
 FROM rollouts r JOIN desired_lrps l ON l.process_guid = r.process_guid
-WHERE r.state IN ('active', 'paused', 'canceling') ORDER BY r.started_at`)
+WHERE r.state IN `+inProgressStates+` ORDER BY r.started_at`)
 	if err != nil {
 		return nil, mapError(err)
 	}

@@ -1,5 +1,7 @@
 package model
 
+import "slices"
+
 // Rollout kinds.
 const (
 	RolloutKindUpdate   = "update"
@@ -7,7 +9,8 @@ const (
 	RolloutKindActivate = "activate"
 )
 
-// Rollout states. Active, paused and canceling rollouts are in progress; the rest are final.
+// Rollout states. Active, paused and canceling rollouts are in progress
+// (RolloutStatesInProgress); the rest are final.
 const (
 	RolloutActive     = "active"
 	RolloutPaused     = "paused"
@@ -37,13 +40,25 @@ type Rollout struct {
 	Reason           string  `json:"reason,omitempty"`
 }
 
+// RolloutStatesInProgress are the states of a rollout still under way: walking, paused
+// mid-walk, or walking back. The store's queries and its one-rollout-per-LRP index list the
+// same states.
+func RolloutStatesInProgress() []string {
+	return []string{RolloutActive, RolloutPaused, RolloutCanceling}
+}
+
 // InProgress reports whether the rollout is still walking (or paused mid-walk).
 func (r *Rollout) InProgress() bool { return RolloutInProgress(r.State) }
 
 // RolloutInProgress reports whether a rollout in the given state is still under way.
 func RolloutInProgress(state string) bool {
-	return state == RolloutActive || state == RolloutPaused || state == RolloutCanceling
+	return slices.Contains(RolloutStatesInProgress(), state)
 }
+
+// RolloutWorkflowID is the id of the Temporal workflow that walks an LRP's rollouts: one per
+// LRP, so that starting it twice (the API and the converger racing) finds the running one.
+// The store records it on every rollout row; the workflows package starts and signals it.
+func RolloutWorkflowID(processGUID string) string { return "rollout:" + processGUID }
 
 // RolloutFilter narrows a list of rollouts.
 type RolloutFilter struct {

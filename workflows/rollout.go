@@ -1,13 +1,10 @@
 package workflows
 
 import (
-	"fmt"
-	"slices"
 	"time"
 
 	"github.com/updatable-lrps/bbs/activities"
 	"github.com/updatable-lrps/bbs/model"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -41,9 +38,9 @@ const (
 	DefaultContinueAsNewEvery = 500
 )
 
-// RolloutInput starts (or continues) the rollout of one LRP. The fields after Kind tune the
-// walk; the fields after ContinueAsNewEvery are the state a continued run carries, zero on a
-// fresh start.
+// RolloutInput starts the rollout of one LRP, or continues it in a new run. The fields after
+// Kind tune the walk. The JSON of a start is the same as it ever was, and so is that of a
+// continued run: RolloutCarried, embedded, puts its fields at the top level.
 type RolloutInput struct {
 	RolloutID        string `json:"rollout_id"`
 	ProcessGUID      string `json:"process_guid"`
@@ -60,6 +57,23 @@ type RolloutInput struct {
 	// ContinueAsNewEvery bounds the index steps of one run (default DefaultContinueAsNewEvery).
 	ContinueAsNewEvery int `json:"continue_as_new_every,omitempty"`
 
+	// RolloutCarried is zero on a fresh start; a run that continues as new fills it in.
+	RolloutCarried
+}
+
+// RolloutCarried is what a run of RolloutWorkflow hands the next one when it continues as
+// new: where the walk stands, and its phase. Its JSON is what every version of the workflow
+// has written and read, so that a run continued by an older worker is read right by a newer
+// one, and the other way round while both run during a deploy.
+type RolloutCarried struct {
+	RolloutWalk
+	// Canceling and Paused are the phase (see phase): phaseOf(Canceling, Paused).
+	Canceling bool `json:"canceling,omitempty"`
+	Paused    bool `json:"paused,omitempty"`
+}
+
+// RolloutWalk is where a rollout's walk stands.
+type RolloutWalk struct {
 	// NextIndex is the next index the forward walk starts.
 	NextIndex int32 `json:"next_index,omitempty"`
 	// Updated are the indices whose instance runs ToDefinitionID.
@@ -70,9 +84,7 @@ type RolloutInput struct {
 	// GivenUp are the indices left on the old definition after the deadline.
 	GivenUp []int32 `json:"given_up,omitempty"`
 	// Healthy says an instance of ToDefinitionID has run, so the deadline applies.
-	Healthy   bool `json:"healthy,omitempty"`
-	Canceling bool `json:"canceling,omitempty"`
-	Paused    bool `json:"paused,omitempty"`
+	Healthy bool `json:"healthy,omitempty"`
 	// Superseded are the targets a supersede replaced, pruned when the rollout ends.
 	Superseded []string `json:"superseded,omitempty"`
 	// PendingRollback is a definition a rollback signal asked for, not yet recorded.
@@ -119,132 +131,76 @@ type RolloutProgress struct {
 	Superseded       []string `json:"superseded,omitempty"`
 }
 
-// RolloutWorkflowID is the id of an LRP's rollout workflow: one per LRP, so that starting it
-// twice (the API and the converger racing) finds the running one.
-func RolloutWorkflowID(guid string) string { return "rollout:" + guid }
-
 var acts *activities.Rollouts // names the activities, as Temporal resolves them by name
 
 // RolloutWorkflow walks an LRP's instances from one definition to another with zero
 // downtime: at each index the new instance must be RUNNING before the old one is retired
-// (seed 000). It is steered by signals (cancel, pause, resume, supersede), answers the
-// progress query, and continues as new to keep its history short.
+// (seed 000). It is steered by signals (cancel, pause, resume, supersede, rollback), answers
+// the progress query, and continues as new to keep its history short.
 //
-// Changes to this function must keep recorded histories replaying (rollout_test.go): guard
-// them with workflow.GetVersion. v1 has no versioned branches yet.
+// Changes to it must keep the recorded histories replaying (rollout_replay_test.go): a
+// change to the commands it issues goes behind workflow.GetVersion. Versioned so far:
+// "final-progress" and "rollback-without-definition".
 func RolloutWorkflow(ctx workflow.Context, in RolloutInput) (RolloutOutput, error) {
 	r := newRollout(ctx, in)
-	if err := workflow.SetQueryHandler(ctx, QueryProgress, func() (RolloutProgress, error) {
-		return r.progress(), nil
-	}); err != nil {
+	if err := workflow.SetQueryHandler(ctx, QueryProgress, r.queryProgress); err != nil {
 		return RolloutOutput{}, err
 	}
-	load, err := r.load()
-	if err != nil {
-		return r.fail(err)
-	}
-	if !load.Exists {
-		return r.finish(model.RolloutFailed, "the LRP was removed")
-	}
-	if workflow.GetInfo(ctx).ContinuedExecutionRunID == "" {
-		// A fresh start may come late (the converger restarting a rollout whose workflow
-		// ended): the row, not the input, says whether anything is left to do.
-		switch load.Rollout.State {
-		case model.RolloutActive:
-		case model.RolloutPaused:
-			r.st.Paused = true
-		case model.RolloutCanceling:
-			r.st.Canceling = true
-		default:
-			return RolloutOutput{RolloutID: r.st.RolloutID, State: load.Rollout.State, Reason: load.Rollout.Reason}, nil
-		}
-		if load.Rollout.RunID != "" || load.Rollout.CurrentIndex > 0 || load.Rollout.UpdatedInstances > 0 {
-			// An earlier run walked this rollout and its state is lost (terminated, or its
-			// history reset): which indices it replaced is unknown, so a cancel walks every
-			// index back. For an index still on the from definition that step costs only a
-			// look, and it also retires a leftover instance of the target there.
-			r.st.Replaced = nil
-			for i := range load.Instances {
-				r.st.Replaced = append(r.st.Replaced, i)
-			}
-		}
-	}
-	if r.st.Canceling {
-		r.needBegin = true // BeginCancel is idempotent: a continued run repeats it safely.
+	if out, over, err := r.begin(); over {
+		return out, err
 	}
 	for {
-		if r.st.PendingRollback != "" {
-			r.startRollback()
-		}
-		if r.needBegin {
-			err := r.local(r.ctx, activities.RolloutIDInput{RolloutID: r.st.RolloutID}, acts.BeginCancel, nil)
-			if hasType(err, model.ErrNoUpdateInProgress) {
-				// The row ended meanwhile, most likely superseded with the signal on its way:
-				// walking back is still right until that signal switches the walk.
-				workflow.GetLogger(r.ctx).Warn("cancel of a rollout no longer in progress", "rollout_id", r.st.RolloutID)
-			} else if err != nil {
-				return r.failOrGone(err)
-			}
-			r.needBegin = false
-		}
-		r.publish()
-		if err := r.recordProgress(); err != nil {
+		// First what the last walk's end (or the run before) asks for: a rollback recorded
+		// as a new rollout, a cancel recorded on the row.
+		r.recordRollback()
+		if err := r.recordCancel(); err != nil {
 			return r.failOrGone(err)
 		}
-		end, err := r.walk()
-		if err != nil {
+		if err := r.report(); err != nil {
 			return r.failOrGone(err)
 		}
-		switch end {
-		case walkGone:
-			return r.failOrGone(r.goneErr)
-		case walkSwitched:
+		switch r.walk() {
+		case stopSuperseded, stopRollback, stopCanceled:
+			continue // the next walk goes to the new target, or back
+		case stopContinueAsNew:
+			return r.continueAsNew(ctx)
+		case stopNotFound, stopFailed:
+			return r.failOrGone(r.stopErr)
+		}
+		// Every index is done, unless a signal that came with the last step says otherwise.
+		if r.takeSignals() {
 			continue
-		case walkContinueAsNew:
-			r.drainSignals(false)
-			return RolloutOutput{}, workflow.NewContinueAsNewError(ctx, RolloutWorkflow, r.st)
 		}
-		// walkDone. A signal that came with the last step changes what "done" means.
-		if r.drainSignals(false) {
-			continue
-		}
-		// Version 1: the walk may have ended on a count re-read after the last progress
-		// write (a scale-down mid-walk); record where it really ended.
-		if workflow.GetVersion(ctx, "final-progress", workflow.DefaultVersion, 1) == 1 {
-			if err := r.recordProgress(); err != nil {
-				return RolloutOutput{}, err
-			}
-		}
-		state, keep, prune := model.RolloutCompleted, r.st.ToDefinitionID, r.st.FromDefinitionID
-		if r.st.Canceling {
-			state, keep, prune = model.RolloutCanceled, r.st.FromDefinitionID, r.st.ToDefinitionID
-		}
-		r.prune(keep, append([]string{prune}, r.st.Superseded...))
-		out, err := r.finish(state, "")
+		out, err := r.complete()
 		// A supersede (or rollback) that raced the finish is a new rollout: walk it in this run.
-		if err == nil && (r.drainSignals(true) || r.st.PendingRollback != "") {
+		if err == nil && r.takeNewRollout() {
 			continue
 		}
 		return out, err
 	}
 }
 
-// rollout is the state of one run.
+// rollout is the state of one run: the target, the walk so far, the phase, and why the
+// current walk ends.
 type rollout struct {
 	ctx workflow.Context
-	st  RolloutInput
+	// in is the target (which a supersede replaces) and the tuning; the state it carried
+	// from an earlier run is moved into walked and phase.
+	in     RolloutInput
+	walked RolloutWalk
+	phase  phase
+	// stop is why the current walk ends, stopNone while it goes on; stopErr is the error of
+	// stopNotFound and stopFailed.
+	stop    stopCause
+	stopErr error
 
 	instances int32
 	inFlight  []*step // in start order, for deterministic iteration
 	done      workflow.Channel
 	steps     int // index steps finished in this run
-
-	interrupted bool  // a cancel or supersede: the walk ends once in-flight steps are retired
-	gone        bool  // something was not found: the LRP, or a definition, was removed
-	goneErr     error // what was not found
-	err         error
-	needBegin   bool
-	// resumeAt is the forward index a refused rollback signal resumes at (-1: none).
+	// resumeAt is the forward index a refused rollback signal resumes at (-1: none). It is
+	// 0 in a run that was handed the rollback by the run before: refused, it restarts the
+	// forward walk at index 0, which only looks again at the indices already done.
 	resumeAt int32
 
 	// temporalCancel receives once when the workflow is cancelled through Temporal.
@@ -253,7 +209,7 @@ type rollout struct {
 	cancelCh, pauseCh, resumeCh, supersedeCh, rollbackCh workflow.ReceiveChannel
 
 	searchable bool
-	published  [2]string // state and target last upserted
+	shown      [2]string // state and target of the last search attribute upsert
 }
 
 func newRollout(ctx workflow.Context, in RolloutInput) *rollout {
@@ -269,8 +225,12 @@ func newRollout(ctx workflow.Context, in RolloutInput) *rollout {
 	if in.Kind == "" {
 		in.Kind = model.RolloutKindUpdate
 	}
+	carried := in.RolloutCarried
+	in.RolloutCarried = RolloutCarried{}
 	r := &rollout{
-		st:          in,
+		in:          in,
+		walked:      carried.RolloutWalk,
+		phase:       phaseOf(carried.Canceling, carried.Paused),
 		cancelCh:    workflow.GetSignalChannel(ctx, SignalCancel),
 		pauseCh:     workflow.GetSignalChannel(ctx, SignalPause),
 		resumeCh:    workflow.GetSignalChannel(ctx, SignalResume),
@@ -297,150 +257,109 @@ func (r *rollout) cancelWatch(ctx workflow.Context) {
 	})
 }
 
-// state is the rollout state the API shows while the walk is under way.
-func (r *rollout) state() string {
-	switch {
-	case r.st.Canceling:
-		return model.RolloutCanceling
-	case r.st.Paused:
-		return model.RolloutPaused
-	}
-	return model.RolloutActive
-}
-
-func (r *rollout) currentIndex() int32 {
-	if len(r.inFlight) > 0 {
-		return slices.MinFunc(r.inFlight, func(a, b *step) int { return int(a.index - b.index) }).index
-	}
-	if r.st.Canceling {
-		if len(r.st.Replaced) > 0 {
-			return slices.Max(r.st.Replaced)
-		}
-		return 0
-	}
-	return min(r.st.NextIndex, r.instances)
-}
-
-func (r *rollout) progress() RolloutProgress {
-	p := RolloutProgress{
-		RolloutID: r.st.RolloutID, ProcessGUID: r.st.ProcessGUID, State: r.state(),
-		CurrentIndex: r.currentIndex(), Instances: r.instances,
-		Updated: append([]int32{}, r.st.Updated...), GivenUp: append([]int32{}, r.st.GivenUp...),
-		InFlight:         []int32{},
-		FromDefinitionID: r.st.FromDefinitionID, ToDefinitionID: r.st.ToDefinitionID,
-		Superseded: append([]string(nil), r.st.Superseded...),
-	}
-	for _, s := range r.inFlight {
-		p.InFlight = append(p.InFlight, s.index)
-	}
-	return p
-}
-
-// recordProgress stores the walk's position in the rollout row.
-func (r *rollout) recordProgress() error {
-	p := model.RolloutProgress{
-		State: r.state(), CurrentIndex: r.currentIndex(), Instances: r.instances,
-		UpdatedInstances: r.updatedCount(), GivenUpIndices: append([]int32{}, r.st.GivenUp...),
-		RunID: workflow.GetInfo(r.ctx).WorkflowExecution.RunID,
-	}
-	return r.local(r.ctx, activities.RecordProgressInput{RolloutID: r.st.RolloutID, Progress: p}, acts.RecordProgress, nil)
-}
-
-// updatedCount counts the updated indices the LRP still has after any scale-down.
-func (r *rollout) updatedCount() int32 {
-	var n int32
-	for _, i := range r.st.Updated {
-		if i < r.instances {
-			n++
-		}
-	}
-	return n
-}
-
-// publish shows the walk in the Web UI: the current details always, the search attributes
-// when they changed (each upsert is a history event).
-func (r *rollout) publish() {
-	p := r.progress()
-	verb := "updating to"
-	if r.st.Canceling {
-		verb = "rolling back to"
-	}
-	target := r.st.ToDefinitionID
-	if r.st.Canceling {
-		target = r.st.FromDefinitionID
-	}
-	workflow.SetCurrentDetails(r.ctx, fmt.Sprintf("**%s** %s `%s`: index %d/%d, %d updated, given up %v, in flight %v",
-		p.State, verb, target, p.CurrentIndex, p.Instances, r.updatedCount(), p.GivenUp, p.InFlight))
-	if !r.searchable || r.published == [2]string{p.State, r.st.ToDefinitionID} {
-		return
-	}
-	r.published = [2]string{p.State, r.st.ToDefinitionID}
-	r.upsert(p.State)
-}
-
-func (r *rollout) upsert(state string) {
-	if !r.searchable {
-		return
-	}
-	err := workflow.UpsertTypedSearchAttributes(r.ctx,
-		SearchAttrProcessGUID.ValueSet(r.st.ProcessGUID),
-		SearchAttrDomain.ValueSet(r.st.Domain),
-		SearchAttrFromDefinition.ValueSet(r.st.FromDefinitionID),
-		SearchAttrToDefinition.ValueSet(r.st.ToDefinitionID),
-		SearchAttrRolloutState.ValueSet(state))
+// begin reads the row and the LRP before the first walk of a run. over says the workflow
+// ends at once, with out and err: the LRP is gone, or a fresh start came late (the
+// converger restarting a rollout whose workflow ended) and the row, not the input, says
+// nothing is left to do.
+func (r *rollout) begin() (out RolloutOutput, over bool, err error) {
+	load, err := r.load()
 	if err != nil {
-		workflow.GetLogger(r.ctx).Warn("upsert search attributes", "error", err)
+		out, err = r.fail(err)
+		return out, true, err
 	}
-}
-
-// prune retires the definitions the LRP no longer runs (seed 000). One that still has
-// instances stopping stays, and the converger prunes it later, so failures only log.
-func (r *rollout) prune(keep string, defs []string) {
-	seen := map[string]bool{keep: true}
-	for _, d := range defs {
-		if d == "" || seen[d] {
-			continue
+	if !load.Exists {
+		out, err = r.finish(model.RolloutFailed, "the LRP was removed")
+		return out, true, err
+	}
+	if workflow.GetInfo(r.ctx).ContinuedExecutionRunID == "" {
+		switch load.Rollout.State {
+		case model.RolloutActive:
+		case model.RolloutPaused:
+			r.phase = phaseOf(r.phase.back(), true)
+		case model.RolloutCanceling:
+			r.phase = phaseOf(true, r.phase.held())
+		default:
+			return RolloutOutput{RolloutID: r.in.RolloutID, State: load.Rollout.State, Reason: load.Rollout.Reason}, true, nil
 		}
-		seen[d] = true
-		var out activities.PruneDefinitionOutput
-		if err := r.local(r.ctx, activities.PruneDefinitionInput{ProcessGUID: r.st.ProcessGUID, DefinitionID: d}, acts.PruneDefinition, &out); err != nil {
-			workflow.GetLogger(r.ctx).Warn("prune definition", "definition_id", d, "error", err)
-		}
-	}
-}
-
-// finish ends the rollout row in a final state and returns the workflow's output.
-func (r *rollout) finish(state, reason string) (RolloutOutput, error) {
-	err := r.local(r.ctx, activities.FinishRolloutInput{RolloutID: r.st.RolloutID, State: state, Reason: reason}, acts.FinishRollout, nil)
-	if err != nil && !isNotFound(err) {
-		return RolloutOutput{}, err
-	}
-	workflow.SetCurrentDetails(r.ctx, fmt.Sprintf("**%s** %s → `%s` %s", state, r.st.FromDefinitionID, r.st.ToDefinitionID, reason))
-	r.upsert(state)
-	r.published = [2]string{state, r.st.ToDefinitionID}
-	return RolloutOutput{RolloutID: r.st.RolloutID, State: state, Reason: reason,
-		Updated: r.st.Updated, GivenUp: r.st.GivenUp}, nil
-}
-
-// failOrGone ends the rollout after an activity failed for good: as failed with "the LRP was
-// removed" when that is why, else with the error, which the workflow also returns so that
-// Temporal shows it. A not-found may also mean a definition was pruned under the walk, so
-// the LRP's existence is checked.
-func (r *rollout) failOrGone(err error) (RolloutOutput, error) {
-	if isNotFound(err) {
-		if load, lerr := r.load(); lerr == nil && !load.Exists {
-			return r.finish(model.RolloutFailed, "the LRP was removed")
+		if load.Rollout.RunID != "" || load.Rollout.CurrentIndex > 0 || load.Rollout.UpdatedInstances > 0 {
+			// An earlier run walked this rollout and its state is lost (terminated, or its
+			// history reset): which indices it replaced is unknown, so a cancel walks every
+			// index back. For an index still on the from definition that step costs only a
+			// look, and it also retires a leftover instance of the target there.
+			r.walked.Replaced = nil
+			for i := range load.Instances {
+				r.walked.Replaced = append(r.walked.Replaced, i)
+			}
 		}
 	}
-	if err == nil {
-		err = temporal.NewNonRetryableApplicationError("the walk stopped without a cause", string(model.ErrUnknown), nil)
+	if r.phase.back() {
+		// The cancel is recorded again: the run before may have done so, but BeginCancel is
+		// idempotent.
+		r.stop = stopCanceled
 	}
-	return r.fail(err)
+	return RolloutOutput{}, false, nil
 }
 
-func (r *rollout) fail(err error) (RolloutOutput, error) {
-	if _, ferr := r.finish(model.RolloutFailed, err.Error()); ferr != nil {
-		workflow.GetLogger(r.ctx).Error("finish failed rollout", "error", ferr)
+// recordRollback records the rollback a signal asked for as a new rollout and switches the
+// walk to it, as a supersede. A definition that cannot be rolled back to (never stored, or
+// pruned) is logged and the walk goes on as it was.
+func (r *rollout) recordRollback() {
+	if r.walked.PendingRollback == "" {
+		return
 	}
-	return RolloutOutput{}, err
+	in := activities.StartRollbackInput{ProcessGUID: r.in.ProcessGUID, DefinitionID: r.walked.PendingRollback}
+	r.walked.PendingRollback = ""
+	var out activities.StartRollbackOutput
+	if err := r.local(r.ctx, in, acts.StartRollback, &out); err != nil {
+		workflow.GetLogger(r.ctx).Warn("rollback refused", "definition_id", in.DefinitionID, "error", err)
+		if r.resumeAt >= 0 && r.resumeAt < r.walked.NextIndex && !r.phase.back() {
+			r.walked.NextIndex = r.resumeAt
+		}
+		return
+	}
+	r.onSupersede(SupersedeSignal{RolloutID: out.RolloutID, ToDefinitionID: out.ToDefinitionID, Kind: out.Kind,
+		FromDefinitionID: out.FromDefinitionID})
+}
+
+// recordCancel marks the row canceling (BeginCancel) before the walk back of a cancel.
+func (r *rollout) recordCancel() error {
+	if r.stop != stopCanceled {
+		return nil
+	}
+	err := r.local(r.ctx, activities.RolloutIDInput{RolloutID: r.in.RolloutID}, acts.BeginCancel, nil)
+	if hasType(err, model.ErrNoUpdateInProgress) {
+		// The row ended meanwhile, most likely superseded with the signal on its way:
+		// walking back is still right until that signal switches the walk.
+		workflow.GetLogger(r.ctx).Warn("cancel of a rollout no longer in progress", "rollout_id", r.in.RolloutID)
+	} else if err != nil {
+		return err
+	}
+	r.stop = stopNone
+	return nil
+}
+
+// complete ends a rollout whose walk went through every index: completed, or canceled after
+// a walk back. The definitions the LRP no longer runs are pruned first.
+func (r *rollout) complete() (RolloutOutput, error) {
+	// Version 1: the walk may have ended on a count re-read after the last progress
+	// write (a scale-down mid-walk); record where it really ended.
+	if workflow.GetVersion(r.ctx, "final-progress", workflow.DefaultVersion, 1) == 1 {
+		if err := r.recordProgress(); err != nil {
+			return RolloutOutput{}, err
+		}
+	}
+	state, keep, prune := model.RolloutCompleted, r.in.ToDefinitionID, r.in.FromDefinitionID
+	if r.phase.back() {
+		state, keep, prune = model.RolloutCanceled, r.in.FromDefinitionID, r.in.ToDefinitionID
+	}
+	r.prune(keep, append([]string{prune}, r.walked.Superseded...))
+	return r.finish(state, "")
+}
+
+// continueAsNew hands the walk to a new run, with the signals that came with the last step.
+func (r *rollout) continueAsNew(ctx workflow.Context) (RolloutOutput, error) {
+	r.takeSignals()
+	next := r.in
+	next.RolloutCarried = RolloutCarried{RolloutWalk: r.walked, Canceling: r.phase.back(), Paused: r.phase.held()}
+	return RolloutOutput{}, workflow.NewContinueAsNewError(ctx, RolloutWorkflow, next)
 }

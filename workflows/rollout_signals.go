@@ -3,39 +3,172 @@ package workflows
 import (
 	"slices"
 
-	"github.com/updatable-lrps/bbs/activities"
 	"go.temporal.io/sdk/workflow"
 )
 
-// Signal handlers only change the carried state and interrupt steps; the walk performs the
-// consequences. That keeps them usable when signals are drained before a continue-as-new,
-// where no activity may start: the next run acts on the state it is handed.
+// Signal handlers only move the phase, change the walk's target and end the walk (stopWith);
+// the main loop performs the consequences. That keeps them usable when signals are drained
+// before a continue-as-new, where no activity may start: the next run acts on the state it
+// is handed.
 
-func (r *rollout) addSignals(sel workflow.Selector, changed *bool) {
-	onCancel := func(c workflow.ReceiveChannel, _ bool) {
-		c.Receive(r.ctx, nil)
-		*changed = r.onCancel() || *changed
+// signal is one received signal; a Temporal cancellation arrives as SignalCancel.
+type signal struct {
+	name      string
+	supersede SupersedeSignal
+	rollback  RollbackSignal
+}
+
+// newRollout reports whether the signal starts a new rollout: all that counts once the
+// rollout is finished.
+func (s signal) newRollout() bool {
+	return s.name == SignalSupersede || (s.name == SignalRollback && s.rollback.DefinitionID != "")
+}
+
+// apply acts on a signal and reports whether it changed anything.
+func (r *rollout) apply(s signal) bool {
+	switch s.name {
+	case SignalCancel:
+		return r.onCancel()
+	case SignalPause:
+		return r.onPause(true)
+	case SignalResume:
+		return r.onPause(false)
+	case SignalSupersede:
+		return r.onSupersede(s.supersede)
+	case SignalRollback:
+		return r.onRollback(s.rollback)
 	}
-	sel.AddReceive(r.cancelCh, onCancel)
-	sel.AddReceive(r.temporalCancel, onCancel)
-	sel.AddReceive(r.pauseCh, func(c workflow.ReceiveChannel, _ bool) {
-		c.Receive(r.ctx, nil)
-		*changed = r.onPause(true) || *changed
+	return false
+}
+
+// addSignals makes sel apply whichever signal comes, noting in changed whether it did
+// anything.
+func (r *rollout) addSignals(sel workflow.Selector, changed *bool) {
+	add := func(ch workflow.ReceiveChannel, receive func(workflow.ReceiveChannel) signal) {
+		sel.AddReceive(ch, func(c workflow.ReceiveChannel, _ bool) {
+			*changed = r.apply(receive(c)) || *changed
+		})
+	}
+	bare := func(name string) func(workflow.ReceiveChannel) signal {
+		return func(c workflow.ReceiveChannel) signal {
+			c.Receive(r.ctx, nil)
+			return signal{name: name}
+		}
+	}
+	add(r.cancelCh, bare(SignalCancel))
+	add(r.temporalCancel, bare(SignalCancel))
+	add(r.pauseCh, bare(SignalPause))
+	add(r.resumeCh, bare(SignalResume))
+	add(r.supersedeCh, func(c workflow.ReceiveChannel) signal {
+		s := signal{name: SignalSupersede}
+		c.Receive(r.ctx, &s.supersede)
+		return s
 	})
-	sel.AddReceive(r.resumeCh, func(c workflow.ReceiveChannel, _ bool) {
-		c.Receive(r.ctx, nil)
-		*changed = r.onPause(false) || *changed
+	add(r.rollbackCh, func(c workflow.ReceiveChannel) signal {
+		s := signal{name: SignalRollback}
+		c.Receive(r.ctx, &s.rollback)
+		return s
 	})
-	sel.AddReceive(r.supersedeCh, func(c workflow.ReceiveChannel, _ bool) {
-		var sig SupersedeSignal
-		c.Receive(r.ctx, &sig)
-		*changed = r.onSupersede(sig) || *changed
-	})
-	sel.AddReceive(r.rollbackCh, func(c workflow.ReceiveChannel, _ bool) {
-		var sig RollbackSignal
-		c.Receive(r.ctx, &sig)
-		*changed = r.onRollback(sig) || *changed
-	})
+}
+
+// pending receives, without blocking, at most one signal of each kind, in a fixed order.
+func (r *rollout) pending() []signal {
+	var out []signal
+	if r.cancelCh.ReceiveAsync(nil) || r.temporalCancel.ReceiveAsync(nil) {
+		out = append(out, signal{name: SignalCancel})
+	}
+	if r.pauseCh.ReceiveAsync(nil) {
+		out = append(out, signal{name: SignalPause})
+	}
+	if r.resumeCh.ReceiveAsync(nil) {
+		out = append(out, signal{name: SignalResume})
+	}
+	if s := (signal{name: SignalSupersede}); r.supersedeCh.ReceiveAsync(&s.supersede) {
+		out = append(out, s)
+	}
+	if s := (signal{name: SignalRollback}); r.rollbackCh.ReceiveAsync(&s.rollback) {
+		out = append(out, s)
+	}
+	return out
+}
+
+// takeSignals applies every pending signal and reports whether one ended the walk (a
+// cancel, a supersede, a rollback).
+func (r *rollout) takeSignals() bool {
+	r.stop = stopNone
+	for sigs := r.pending(); len(sigs) > 0; sigs = r.pending() {
+		for _, s := range sigs {
+			r.apply(s)
+		}
+	}
+	return r.stop != stopNone
+}
+
+// takeNewRollout drains the signals that came while the rollout finished: only a new
+// rollout means anything now (a cancel, pause or resume is dropped). It reports whether one
+// came.
+func (r *rollout) takeNewRollout() bool {
+	r.stop = stopNone
+	for sigs := r.pending(); len(sigs) > 0; sigs = r.pending() {
+		for _, s := range sigs {
+			if s.newRollout() {
+				r.apply(s)
+			}
+		}
+	}
+	return r.stop != stopNone || r.walked.PendingRollback != ""
+}
+
+// onCancel starts the walk back (seed 001's CancelUpdateDesiredLRP): no new index starts,
+// in-flight ones retire their new instance, the main loop records the cancel (BeginCancel),
+// then the replaced indices walk back.
+func (r *rollout) onCancel() bool {
+	if r.phase.back() {
+		return false
+	}
+	r.phase = phaseCanceling // a cancel is a request to act, even on a paused rollout
+	r.interrupt(stopCanceled, nil)
+	return true
+}
+
+// onPause holds (or, paused false, releases) the walk, whichever way it goes.
+func (r *rollout) onPause(paused bool) bool {
+	next := phaseOf(r.phase.back(), paused)
+	if next == r.phase {
+		return false
+	}
+	r.phase = next
+	return true
+}
+
+// onSupersede switches to a new target during the walk (seed 000): the not-yet-RUNNING
+// in-flight instance of the old target retires, and the walk restarts at index 0, where
+// RetireOthers replaces instances of both the old and the superseded definitions. The from
+// definition stays: it is the last one fully in place, what a cancel returns to.
+func (r *rollout) onSupersede(sig SupersedeSignal) bool {
+	if sig.ToDefinitionID == "" || (sig.RolloutID == r.in.RolloutID && sig.ToDefinitionID == r.in.ToDefinitionID) {
+		return false // a repeat, or the signal that started this very run
+	}
+	old := r.in.ToDefinitionID
+	if old != r.in.FromDefinitionID && old != sig.ToDefinitionID && !slices.Contains(r.walked.Superseded, old) {
+		r.walked.Superseded = append(r.walked.Superseded, old)
+	}
+	r.walked.Superseded = slices.DeleteFunc(r.walked.Superseded, func(d string) bool { return d == sig.ToDefinitionID })
+	r.in.RolloutID = sig.RolloutID
+	if sig.FromDefinitionID != "" {
+		r.in.FromDefinitionID = sig.FromDefinitionID
+	}
+	r.in.ToDefinitionID = sig.ToDefinitionID
+	if sig.Kind != "" {
+		r.in.Kind = sig.Kind
+	}
+	r.walked.NextIndex = 0
+	r.walked.Updated = nil
+	r.walked.GivenUp = nil
+	r.walked.Healthy = false
+	r.phase = phaseWalking
+	r.interrupt(stopSuperseded, nil)
+	return true
 }
 
 // onRollback notes a rollback an operator signalled; the main loop records it as a new
@@ -50,7 +183,7 @@ func (r *rollout) onRollback(sig RollbackSignal) bool {
 		}
 		return r.onCancel()
 	}
-	r.st.PendingRollback = sig.DefinitionID
+	r.walked.PendingRollback = sig.DefinitionID
 	// Where the forward walk must resume should the rollback be refused: the lowest index
 	// being replaced now, whose step the interruption abandons.
 	r.resumeAt = -1
@@ -59,123 +192,6 @@ func (r *rollout) onRollback(sig RollbackSignal) bool {
 			r.resumeAt = s.index
 		}
 	}
-	r.interrupted = true
-	r.interruptAll()
-	return true
-}
-
-// startRollback records the pending rollback and switches the walk to it, as a supersede.
-// A definition that cannot be rolled back to (never stored, or pruned) is logged and the
-// walk goes on as it was.
-func (r *rollout) startRollback() {
-	in := activities.StartRollbackInput{ProcessGUID: r.st.ProcessGUID, DefinitionID: r.st.PendingRollback}
-	r.st.PendingRollback = ""
-	var out activities.StartRollbackOutput
-	if err := r.local(r.ctx, in, acts.StartRollback, &out); err != nil {
-		workflow.GetLogger(r.ctx).Warn("rollback refused", "definition_id", in.DefinitionID, "error", err)
-		if r.resumeAt >= 0 && r.resumeAt < r.st.NextIndex && !r.st.Canceling {
-			r.st.NextIndex = r.resumeAt
-		}
-		return
-	}
-	r.onSupersede(SupersedeSignal{RolloutID: out.RolloutID, ToDefinitionID: out.ToDefinitionID, Kind: out.Kind,
-		FromDefinitionID: out.FromDefinitionID})
-}
-
-// drainSignals applies every pending signal without blocking and reports whether one
-// interrupted the walk (a cancel or a supersede). Once the rollout is finished only a
-// supersede means anything: it is a new rollout.
-func (r *rollout) drainSignals(finished bool) bool {
-	r.interrupted = false
-	for {
-		got := false
-		if r.cancelCh.ReceiveAsync(nil) || r.temporalCancel.ReceiveAsync(nil) {
-			got = true
-			if !finished {
-				r.onCancel()
-			}
-		}
-		if r.pauseCh.ReceiveAsync(nil) {
-			got = true
-			if !finished {
-				r.onPause(true)
-			}
-		}
-		if r.resumeCh.ReceiveAsync(nil) {
-			got = true
-			if !finished {
-				r.onPause(false)
-			}
-		}
-		var sig SupersedeSignal
-		if r.supersedeCh.ReceiveAsync(&sig) {
-			got = true
-			r.onSupersede(sig)
-		}
-		var rb RollbackSignal
-		if r.rollbackCh.ReceiveAsync(&rb) {
-			got = true
-			if !finished || rb.DefinitionID != "" { // without a definition it is a cancel
-				r.onRollback(rb)
-			}
-		}
-		if !got {
-			return r.interrupted
-		}
-	}
-}
-
-// onCancel starts the walk back (seed 001's CancelUpdateDesiredLRP): no new index starts,
-// in-flight ones retire their new instance, then BeginCancel.
-func (r *rollout) onCancel() bool {
-	if r.st.Canceling {
-		return false
-	}
-	r.st.Canceling = true
-	r.st.Paused = false // a cancel is a request to act, even on a paused rollout
-	r.needBegin = true
-	r.interrupted = true
-	r.interruptAll()
-	return true
-}
-
-func (r *rollout) onPause(paused bool) bool {
-	if r.st.Paused == paused {
-		return false
-	}
-	r.st.Paused = paused
-	return true
-}
-
-// onSupersede switches to a new target during the walk (seed 000): the not-yet-RUNNING
-// in-flight instance of the old target retires, and the walk restarts at index 0, where
-// RetireOthers replaces instances of both the old and the superseded definitions. The from
-// definition stays: it is the last one fully in place, what a cancel returns to.
-func (r *rollout) onSupersede(sig SupersedeSignal) bool {
-	if sig.ToDefinitionID == "" || (sig.RolloutID == r.st.RolloutID && sig.ToDefinitionID == r.st.ToDefinitionID) {
-		return false // a repeat, or the signal that started this very run
-	}
-	old := r.st.ToDefinitionID
-	if old != r.st.FromDefinitionID && old != sig.ToDefinitionID && !slices.Contains(r.st.Superseded, old) {
-		r.st.Superseded = append(r.st.Superseded, old)
-	}
-	r.st.Superseded = slices.DeleteFunc(r.st.Superseded, func(d string) bool { return d == sig.ToDefinitionID })
-	r.st.RolloutID = sig.RolloutID
-	if sig.FromDefinitionID != "" {
-		r.st.FromDefinitionID = sig.FromDefinitionID
-	}
-	r.st.ToDefinitionID = sig.ToDefinitionID
-	if sig.Kind != "" {
-		r.st.Kind = sig.Kind
-	}
-	r.st.NextIndex = 0
-	r.st.Updated = nil
-	r.st.GivenUp = nil
-	r.st.Healthy = false
-	r.st.Canceling = false
-	r.st.Paused = false
-	r.needBegin = false
-	r.interrupted = true
-	r.interruptAll()
+	r.interrupt(stopRollback, nil)
 	return true
 }

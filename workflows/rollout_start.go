@@ -25,7 +25,7 @@ var (
 
 func rolloutStartOptions(taskQueue string, in RolloutInput) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
-		ID:        RolloutWorkflowID(in.ProcessGUID),
+		ID:        model.RolloutWorkflowID(in.ProcessGUID),
 		TaskQueue: taskQueue,
 		// The API and the converger may both start the rollout of an LRP: the second start
 		// finds the first one's run instead of failing or starting another.
@@ -60,7 +60,7 @@ func StartRollout(ctx context.Context, c client.Client, taskQueue string, in Rol
 func SupersedeRollout(ctx context.Context, c client.Client, taskQueue string, in RolloutInput) error {
 	sig := SupersedeSignal{RolloutID: in.RolloutID, ToDefinitionID: in.ToDefinitionID, Kind: in.Kind,
 		FromDefinitionID: in.FromDefinitionID}
-	_, err := c.SignalWithStartWorkflow(ctx, RolloutWorkflowID(in.ProcessGUID), SignalSupersede, sig,
+	_, err := c.SignalWithStartWorkflow(ctx, model.RolloutWorkflowID(in.ProcessGUID), SignalSupersede, sig,
 		rolloutStartOptions(taskQueue, in), RolloutWorkflow, in)
 	if err != nil {
 		return fmt.Errorf("supersede rollout of %s: %w", in.ProcessGUID, err)
@@ -71,7 +71,7 @@ func SupersedeRollout(ctx context.Context, c client.Client, taskQueue string, in
 // SignalRollout sends a payload-less signal (SignalCancel, SignalPause, SignalResume) to the
 // LRP's running rollout workflow.
 func SignalRollout(ctx context.Context, c client.Client, guid, name string) error {
-	if err := c.SignalWorkflow(ctx, RolloutWorkflowID(guid), "", name, nil); err != nil {
+	if err := c.SignalWorkflow(ctx, model.RolloutWorkflowID(guid), "", name, nil); err != nil {
 		return fmt.Errorf("signal %s to the rollout of %s: %w", name, guid, err)
 	}
 	return nil
@@ -81,7 +81,7 @@ func SignalRollout(ctx context.Context, c client.Client, guid, name string) erro
 // if no run is under way (the API may have died between committing the rollout and starting
 // its workflow): the started run then walks back at once.
 func CancelRollout(ctx context.Context, c client.Client, taskQueue string, in RolloutInput) error {
-	_, err := c.SignalWithStartWorkflow(ctx, RolloutWorkflowID(in.ProcessGUID), SignalCancel, nil,
+	_, err := c.SignalWithStartWorkflow(ctx, model.RolloutWorkflowID(in.ProcessGUID), SignalCancel, nil,
 		rolloutStartOptions(taskQueue, in), RolloutWorkflow, in)
 	if err != nil {
 		return fmt.Errorf("cancel rollout of %s: %w", in.ProcessGUID, err)

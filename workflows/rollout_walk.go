@@ -11,16 +11,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// walkEnd says why a walk returned.
-type walkEnd int
-
-const (
-	walkDone          walkEnd = iota // every index of the phase is done
-	walkSwitched                     // a cancel or supersede changed the phase or the target
-	walkContinueAsNew                // the history is long enough: continue in a new run
-	walkGone                         // the LRP was removed
-)
-
 // step is one index being replaced: desire def's instance, wait for it, retire the others.
 type step struct {
 	index  int32
@@ -90,11 +80,11 @@ func hasType(err error, t model.ErrorType) bool {
 // load re-reads the rollout and the LRP; the instance count may have changed by scaling.
 func (r *rollout) load() (activities.LoadRolloutOutput, error) {
 	var out activities.LoadRolloutOutput
-	err := r.local(r.ctx, activities.LoadRolloutInput{RolloutID: r.st.RolloutID, ProcessGUID: r.st.ProcessGUID}, acts.LoadRollout, &out)
+	err := r.local(r.ctx, activities.LoadRolloutInput{RolloutID: r.in.RolloutID, ProcessGUID: r.in.ProcessGUID}, acts.LoadRollout, &out)
 	if err == nil && out.Exists {
 		r.instances = out.Instances
-		if !r.st.Canceling && out.HealthyDefinitionID == r.st.ToDefinitionID {
-			r.st.Healthy = true
+		if !r.phase.back() && out.HealthyDefinitionID == r.in.ToDefinitionID {
+			r.walked.Healthy = true
 		}
 	}
 	return out, err
@@ -102,48 +92,45 @@ func (r *rollout) load() (activities.LoadRolloutOutput, error) {
 
 // limit is how many steps may be in flight: one until the target has proven it can run.
 func (r *rollout) limit() int {
-	if !r.st.Canceling && !r.st.Healthy {
+	if !r.phase.back() && !r.walked.Healthy {
 		return 1
 	}
-	return r.st.MaxInFlight
+	return r.in.MaxInFlight
 }
 
 func (r *rollout) wantContinueAsNew() bool {
-	return r.steps >= r.st.ContinueAsNewEvery || workflow.GetInfo(r.ctx).GetContinueAsNewSuggested()
+	return r.steps >= r.in.ContinueAsNewEvery || workflow.GetInfo(r.ctx).GetContinueAsNewSuggested()
 }
 
 // walk runs the current phase — forward to ToDefinitionID, or back to FromDefinitionID when
-// canceling — until it is done or something ends it; it never returns with steps in flight.
-func (r *rollout) walk() (walkEnd, error) {
-	r.interrupted = false
+// canceling — until it is done or something ends it, and returns why it ended; it never
+// returns with steps in flight.
+func (r *rollout) walk() stopCause {
+	r.stop = stopNone
 	for {
-		exhausted := false
-		for !r.st.Paused && !r.interrupted && !r.gone && r.err == nil && !r.wantContinueAsNew() && len(r.inFlight) < r.limit() {
+		walkedAll := false
+		for !r.phase.held() && r.stop == stopNone && !r.wantContinueAsNew() && len(r.inFlight) < r.limit() {
 			i, ok, err := r.nextIndex()
 			if err != nil {
-				r.stop(err)
+				r.abort(err)
 				break
 			}
 			if !ok {
-				exhausted = true
+				walkedAll = true
 				break
 			}
 			r.start(i)
 		}
 		if len(r.inFlight) == 0 {
 			switch {
-			case r.err != nil:
-				return 0, r.err
-			case r.gone:
-				return walkGone, nil
-			case r.interrupted:
-				return walkSwitched, nil
+			case r.stop != stopNone:
+				return r.stop
 			case r.wantContinueAsNew():
-				return walkContinueAsNew, nil
-			case exhausted:
-				return walkDone, nil
+				return stopContinueAsNew
+			case walkedAll:
+				return stopWalked
 			}
-			// Paused with nothing in flight: only a signal moves the walk on.
+			// Held with nothing in flight: only a signal moves the walk on.
 		}
 		changed := false
 		sel := workflow.NewSelector(r.ctx)
@@ -159,32 +146,12 @@ func (r *rollout) walk() (walkEnd, error) {
 		for sel.HasPending() {
 			sel.Select(r.ctx)
 		}
-		// After a cancel or supersede the main loop records progress once the phase switched.
-		if changed && !r.interrupted && !r.gone && r.err == nil {
-			r.publish()
-			if err := r.recordProgress(); err != nil {
-				r.stop(err)
+		// Once the walk is ending, the main loop records progress for the next one.
+		if changed && r.stop == stopNone {
+			if err := r.report(); err != nil {
+				r.abort(err)
 			}
 		}
-	}
-}
-
-// stop ends the walk after a failure: in-flight steps are retired, then walk returns.
-func (r *rollout) stop(err error) {
-	if isNotFound(err) {
-		r.gone = true
-		if r.goneErr == nil {
-			r.goneErr = err
-		}
-	} else if r.err == nil {
-		r.err = err
-	}
-	r.interruptAll()
-}
-
-func (r *rollout) interruptAll() {
-	for _, s := range r.inFlight {
-		s.cancel()
 	}
 }
 
@@ -198,21 +165,21 @@ func (r *rollout) nextIndex() (int32, bool, error) {
 	if !load.Exists {
 		return 0, false, temporal.NewNonRetryableApplicationError("the LRP was removed", string(model.ErrResourceNotFound), nil)
 	}
-	if !r.st.Canceling {
-		if r.st.NextIndex >= r.instances {
+	if !r.phase.back() {
+		if r.walked.NextIndex >= r.instances {
 			return 0, false, nil
 		}
-		r.st.NextIndex++
-		return r.st.NextIndex - 1, true, nil
+		r.walked.NextIndex++
+		return r.walked.NextIndex - 1, true, nil
 	}
-	for i := len(r.st.Replaced) - 1; i >= 0; i-- {
-		idx := r.st.Replaced[i]
+	for i := len(r.walked.Replaced) - 1; i >= 0; i-- {
+		idx := r.walked.Replaced[i]
 		if slices.ContainsFunc(r.inFlight, func(s *step) bool { return s.index == idx }) {
 			continue
 		}
 		if idx >= r.instances {
 			// Scaled away: the store retired every instance there already.
-			r.st.Replaced = slices.Delete(r.st.Replaced, i, i+1)
+			r.walked.Replaced = slices.Delete(r.walked.Replaced, i, i+1)
 			continue
 		}
 		return idx, true, nil
@@ -221,12 +188,12 @@ func (r *rollout) nextIndex() (int32, bool, error) {
 }
 
 func (r *rollout) start(i int32) {
-	s := &step{index: i, def: r.st.ToDefinitionID, back: r.st.Canceling}
+	s := &step{index: i, def: r.in.ToDefinitionID, back: r.phase.back()}
 	var deadline time.Duration
 	if s.back {
-		s.def = r.st.FromDefinitionID
-	} else if r.st.Healthy {
-		deadline = r.st.IndexDeadline
+		s.def = r.in.FromDefinitionID
+	} else if r.walked.Healthy {
+		deadline = r.in.IndexDeadline
 	}
 	sctx, cancel := workflow.WithCancel(r.ctx)
 	s.cancel = cancel
@@ -247,7 +214,7 @@ func (r *rollout) runStep(ctx workflow.Context, s *step, deadline time.Duration)
 	// The store steps must not be cut short by an interrupt, but must block in this
 	// coroutine: a context disconnected from the step's own.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	in := activities.InstanceInput{ProcessGUID: r.st.ProcessGUID, DefinitionID: s.def, Index: s.index}
+	in := activities.InstanceInput{ProcessGUID: r.in.ProcessGUID, DefinitionID: s.def, Index: s.index}
 	if err := r.local(dctx, in, acts.DesireInstance, nil); err != nil {
 		return failed(err)
 	}
@@ -265,7 +232,7 @@ func (r *rollout) runStep(ctx workflow.Context, s *step, deadline time.Duration)
 		var out activities.AwaitRunningOutput
 		actx := workflow.WithActivityOptions(ctx, awaitOptions)
 		err := workflow.ExecuteActivity(actx, acts.AwaitRunning, activities.AwaitRunningInput{
-			ProcessGUID: r.st.ProcessGUID, DefinitionID: s.def, Index: s.index, Deadline: left,
+			ProcessGUID: r.in.ProcessGUID, DefinitionID: s.def, Index: s.index, Deadline: left,
 		}).Get(ctx, &out)
 		switch {
 		case ctx.Err() != nil:
@@ -273,7 +240,7 @@ func (r *rollout) runStep(ctx workflow.Context, s *step, deadline time.Duration)
 		case err != nil:
 			return failed(err)
 		case out.Running:
-			keep := activities.RetireOthersInput{ProcessGUID: r.st.ProcessGUID, Keep: s.def, Index: s.index}
+			keep := activities.RetireOthersInput{ProcessGUID: r.in.ProcessGUID, Keep: s.def, Index: s.index}
 			if err := r.local(dctx, keep, acts.RetireOthers, nil); err != nil {
 				return failed(err)
 			}
@@ -306,7 +273,7 @@ func failed(err error) stepResult {
 	return stepResult{out: outError, err: err}
 }
 
-// stepDone applies a finished step to the carried state.
+// stepDone applies a finished step to the walk.
 func (r *rollout) stepDone(res stepResult) {
 	s := res.s
 	r.inFlight = slices.DeleteFunc(r.inFlight, func(x *step) bool { return x == s })
@@ -314,26 +281,26 @@ func (r *rollout) stepDone(res stepResult) {
 	switch res.out {
 	case outUpdated:
 		if s.back {
-			r.st.Replaced = remove(r.st.Replaced, s.index)
-			r.st.Updated = remove(r.st.Updated, s.index)
+			r.walked.Replaced = remove(r.walked.Replaced, s.index)
+			r.walked.Updated = remove(r.walked.Updated, s.index)
 			break
 		}
-		r.st.Replaced = insert(r.st.Replaced, s.index)
-		if s.def == r.st.ToDefinitionID {
-			r.st.Updated = insert(r.st.Updated, s.index)
-			r.st.Healthy = true
+		r.walked.Replaced = insert(r.walked.Replaced, s.index)
+		if s.def == r.in.ToDefinitionID {
+			r.walked.Updated = insert(r.walked.Updated, s.index)
+			r.walked.Healthy = true
 		}
 	case outGivenUp:
-		if s.def == r.st.ToDefinitionID {
-			r.st.GivenUp = insert(r.st.GivenUp, s.index)
+		if s.def == r.in.ToDefinitionID {
+			r.walked.GivenUp = insert(r.walked.GivenUp, s.index)
 			workflow.GetLogger(r.ctx).Warn("gave up an index", "index", s.index, "definition_id", s.def, "reason", res.reason)
 		}
 	case outBeyond:
 		if s.back {
-			r.st.Replaced = remove(r.st.Replaced, s.index)
+			r.walked.Replaced = remove(r.walked.Replaced, s.index)
 		}
 	case outGone, outError:
-		r.stop(res.err)
+		r.abort(res.err)
 	}
 }
 

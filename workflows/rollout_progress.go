@@ -1,0 +1,155 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/updatable-lrps/bbs/activities"
+	"github.com/updatable-lrps/bbs/model"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// How a rollout shows where it stands (the progress query, the row, the Web UI) and how it
+// ends.
+
+func (r *rollout) currentIndex() int32 {
+	if len(r.inFlight) > 0 {
+		return slices.MinFunc(r.inFlight, func(a, b *step) int { return int(a.index - b.index) }).index
+	}
+	if r.phase.back() {
+		if len(r.walked.Replaced) > 0 {
+			return slices.Max(r.walked.Replaced)
+		}
+		return 0
+	}
+	return min(r.walked.NextIndex, r.instances)
+}
+
+func (r *rollout) queryProgress() (RolloutProgress, error) { return r.progress(), nil }
+
+func (r *rollout) progress() RolloutProgress {
+	p := RolloutProgress{
+		RolloutID: r.in.RolloutID, ProcessGUID: r.in.ProcessGUID, State: r.phase.state(),
+		CurrentIndex: r.currentIndex(), Instances: r.instances,
+		Updated: append([]int32{}, r.walked.Updated...), GivenUp: append([]int32{}, r.walked.GivenUp...),
+		InFlight:         []int32{},
+		FromDefinitionID: r.in.FromDefinitionID, ToDefinitionID: r.in.ToDefinitionID,
+		Superseded: append([]string(nil), r.walked.Superseded...),
+	}
+	for _, s := range r.inFlight {
+		p.InFlight = append(p.InFlight, s.index)
+	}
+	return p
+}
+
+// report shows where the walk stands: in the Web UI, and in the rollout row.
+func (r *rollout) report() error {
+	r.publish()
+	return r.recordProgress()
+}
+
+// recordProgress stores the walk's position in the rollout row.
+func (r *rollout) recordProgress() error {
+	p := model.RolloutProgress{
+		State: r.phase.state(), CurrentIndex: r.currentIndex(), Instances: r.instances,
+		UpdatedInstances: r.updatedCount(), GivenUpIndices: append([]int32{}, r.walked.GivenUp...),
+		RunID: workflow.GetInfo(r.ctx).WorkflowExecution.RunID,
+	}
+	return r.local(r.ctx, activities.RecordProgressInput{RolloutID: r.in.RolloutID, Progress: p}, acts.RecordProgress, nil)
+}
+
+// updatedCount counts the updated indices the LRP still has after any scale-down.
+func (r *rollout) updatedCount() int32 {
+	var n int32
+	for _, i := range r.walked.Updated {
+		if i < r.instances {
+			n++
+		}
+	}
+	return n
+}
+
+// publish shows the walk in the Web UI: the current details always, the search attributes
+// when they changed (each upsert is a history event).
+func (r *rollout) publish() {
+	p := r.progress()
+	verb, target := "updating to", r.in.ToDefinitionID
+	if r.phase.back() {
+		verb, target = "rolling back to", r.in.FromDefinitionID
+	}
+	workflow.SetCurrentDetails(r.ctx, fmt.Sprintf("**%s** %s `%s`: index %d/%d, %d updated, given up %v, in flight %v",
+		p.State, verb, target, p.CurrentIndex, p.Instances, r.updatedCount(), p.GivenUp, p.InFlight))
+	if !r.searchable || r.shown == [2]string{p.State, r.in.ToDefinitionID} {
+		return
+	}
+	r.shown = [2]string{p.State, r.in.ToDefinitionID}
+	r.upsert(p.State)
+}
+
+func (r *rollout) upsert(state string) {
+	if !r.searchable {
+		return
+	}
+	err := workflow.UpsertTypedSearchAttributes(r.ctx,
+		SearchAttrProcessGUID.ValueSet(r.in.ProcessGUID),
+		SearchAttrDomain.ValueSet(r.in.Domain),
+		SearchAttrFromDefinition.ValueSet(r.in.FromDefinitionID),
+		SearchAttrToDefinition.ValueSet(r.in.ToDefinitionID),
+		SearchAttrRolloutState.ValueSet(state))
+	if err != nil {
+		workflow.GetLogger(r.ctx).Warn("upsert search attributes", "error", err)
+	}
+}
+
+// prune retires the definitions the LRP no longer runs (seed 000). One that still has
+// instances stopping stays, and the converger prunes it later, so failures only log.
+func (r *rollout) prune(keep string, defs []string) {
+	seen := map[string]bool{keep: true}
+	for _, d := range defs {
+		if d == "" || seen[d] {
+			continue
+		}
+		seen[d] = true
+		var out activities.PruneDefinitionOutput
+		if err := r.local(r.ctx, activities.PruneDefinitionInput{ProcessGUID: r.in.ProcessGUID, DefinitionID: d}, acts.PruneDefinition, &out); err != nil {
+			workflow.GetLogger(r.ctx).Warn("prune definition", "definition_id", d, "error", err)
+		}
+	}
+}
+
+// finish ends the rollout row in a final state and returns the workflow's output.
+func (r *rollout) finish(state, reason string) (RolloutOutput, error) {
+	err := r.local(r.ctx, activities.FinishRolloutInput{RolloutID: r.in.RolloutID, State: state, Reason: reason}, acts.FinishRollout, nil)
+	if err != nil && !isNotFound(err) {
+		return RolloutOutput{}, err
+	}
+	workflow.SetCurrentDetails(r.ctx, fmt.Sprintf("**%s** %s → `%s` %s", state, r.in.FromDefinitionID, r.in.ToDefinitionID, reason))
+	r.upsert(state)
+	r.shown = [2]string{state, r.in.ToDefinitionID}
+	return RolloutOutput{RolloutID: r.in.RolloutID, State: state, Reason: reason,
+		Updated: r.walked.Updated, GivenUp: r.walked.GivenUp}, nil
+}
+
+// failOrGone ends the rollout after an activity failed for good: as failed with "the LRP was
+// removed" when that is why, else with the error, which the workflow also returns so that
+// Temporal shows it. A not-found may also mean a definition was pruned under the walk, so
+// the LRP's existence is checked.
+func (r *rollout) failOrGone(err error) (RolloutOutput, error) {
+	if isNotFound(err) {
+		if load, lerr := r.load(); lerr == nil && !load.Exists {
+			return r.finish(model.RolloutFailed, "the LRP was removed")
+		}
+	}
+	if err == nil {
+		err = temporal.NewNonRetryableApplicationError("the walk stopped without a cause", string(model.ErrUnknown), nil)
+	}
+	return r.fail(err)
+}
+
+func (r *rollout) fail(err error) (RolloutOutput, error) {
+	if _, ferr := r.finish(model.RolloutFailed, err.Error()); ferr != nil {
+		workflow.GetLogger(r.ctx).Error("finish failed rollout", "error", ferr)
+	}
+	return RolloutOutput{}, err
+}

@@ -1,0 +1,350 @@
+package workflows_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/updatable-lrps/bbs/internal/temporaltest"
+	bbsworker "github.com/updatable-lrps/bbs/worker"
+
+	"github.com/updatable-lrps/bbs/model"
+	"github.com/updatable-lrps/bbs/workflows"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap/zaptest"
+)
+
+// rolloutHistoryDir holds the recorded histories of RolloutWorkflow, one directory per set:
+// a set is recorded from one version of the workflow, and every set must keep replaying
+// with the current one (TestRolloutWorkflowReplay).
+const rolloutHistoryDir = "testdata/rollout"
+
+// recordingScenario drives one rollout on the dev server, from its start to its end.
+type recordingScenario struct {
+	name string
+	// instances is the LRP's count; every one starts on def1.
+	instances int32
+	startIn   time.Duration
+	hang      []string // slots whose instance never starts
+	in        func(in *workflows.RolloutInput)
+	// steer signals the running workflow; it returns once it has sent its last signal.
+	steer func(ctx context.Context, t *testing.T, r *recording)
+	// check looks at the end state.
+	check func(t *testing.T, r *recording, out workflows.RolloutOutput)
+}
+
+// recording is a scenario under way: its LRP (guid) in its own store, on its own task queue.
+type recording struct {
+	c     client.Client
+	guid  string
+	store *memStore
+}
+
+func (r *recording) signal(ctx context.Context, t *testing.T, name string, arg any) {
+	t.Helper()
+	if err := r.c.SignalWorkflow(ctx, model.RolloutWorkflowID(r.guid), "", name, arg); err != nil {
+		t.Fatalf("signal %s: %v", name, err)
+	}
+}
+
+// waitProgress waits until the rollout rollout's recorded progress satisfies cond.
+func (r *recording) waitProgress(ctx context.Context, t *testing.T, rollout string, cond func(model.RolloutProgress) bool) {
+	t.Helper()
+	for !cond(r.store.progressOf(rollout)) {
+		if ctx.Err() != nil {
+			t.Fatalf("progress of %s stays %+v", rollout, r.store.progressOf(rollout))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (r *recording) query(ctx context.Context, t *testing.T) workflows.RolloutProgress {
+	t.Helper()
+	v, err := r.c.QueryWorkflow(ctx, model.RolloutWorkflowID(r.guid), "", workflows.QueryProgress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p workflows.RolloutProgress
+	if err := v.Get(&p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func updated(n int32) func(model.RolloutProgress) bool {
+	return func(p model.RolloutProgress) bool { return p.UpdatedInstances >= n }
+}
+
+func on(def string, n int32) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf("%s/%d RUNNING", def, i))
+	}
+	return out
+}
+
+func expectOutput(t *testing.T, out workflows.RolloutOutput, rollout, state string, upd []int32) {
+	t.Helper()
+	if out.RolloutID != rollout || out.State != state || !slices.Equal(out.Updated, upd) {
+		t.Fatalf("output %+v, want rollout %s %s with %v updated", out, rollout, state, upd)
+	}
+}
+
+func expectInstances(t *testing.T, r *recording, want ...[]string) {
+	t.Helper()
+	if got, all := r.store.defs(), slices.Concat(want...); !slices.Equal(got, all) {
+		t.Fatalf("instances %q, want %q", got, all)
+	}
+}
+
+// The paths of a rollout that TestRolloutOnDevServer's history does not take.
+var recordingScenarios = []recordingScenario{
+	{
+		name: "cancel", instances: 3, startIn: 200 * time.Millisecond,
+		steer: func(ctx context.Context, t *testing.T, r *recording) {
+			r.waitProgress(ctx, t, "r1", updated(1))
+			r.signal(ctx, t, workflows.SignalCancel, nil)
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutCanceled, nil)
+			expectInstances(t, r, on("def1", 3))
+		},
+	},
+	{
+		// `temporal workflow cancel`: handled as the cancel signal.
+		name: "temporal_cancel", instances: 3, startIn: 200 * time.Millisecond,
+		steer: func(ctx context.Context, t *testing.T, r *recording) {
+			r.waitProgress(ctx, t, "r1", updated(1))
+			if err := r.c.CancelWorkflow(ctx, model.RolloutWorkflowID(r.guid), ""); err != nil {
+				t.Fatal(err)
+			}
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutCanceled, nil)
+			expectInstances(t, r, on("def1", 3))
+		},
+	},
+	{
+		// A pause during the walk back holds it; the resume finishes it.
+		name: "cancel_paused", instances: 4, startIn: 200 * time.Millisecond,
+		steer: func(ctx context.Context, t *testing.T, r *recording) {
+			r.waitProgress(ctx, t, "r1", updated(2))
+			r.signal(ctx, t, workflows.SignalCancel, nil)
+			r.waitProgress(ctx, t, "r1", func(p model.RolloutProgress) bool { return p.State == model.RolloutCanceling })
+			r.signal(ctx, t, workflows.SignalPause, nil)
+			time.Sleep(600 * time.Millisecond)
+			if p := r.query(ctx, t); p.State != model.RolloutCanceling || len(p.InFlight) != 0 {
+				t.Fatalf("progress of a paused walk back = %+v", p)
+			}
+			r.signal(ctx, t, workflows.SignalResume, nil)
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutCanceled, nil)
+			expectInstances(t, r, on("def1", 4))
+		},
+	},
+	{
+		// A rollback signal without a definition undoes the rollout, as a cancel.
+		name: "rollback_without_definition", instances: 3, startIn: 200 * time.Millisecond,
+		steer: func(ctx context.Context, t *testing.T, r *recording) {
+			r.waitProgress(ctx, t, "r1", updated(1))
+			r.signal(ctx, t, workflows.SignalRollback, nil)
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutCanceled, nil)
+			expectInstances(t, r, on("def1", 3))
+		},
+	},
+	{
+		// A rollback to a pruned definition is refused and the walk goes on; one to def0
+		// then switches the walk to def0.
+		name: "rollback", instances: 3, startIn: 200 * time.Millisecond,
+		steer: func(ctx context.Context, t *testing.T, r *recording) {
+			r.waitProgress(ctx, t, "r1", updated(1))
+			r.signal(ctx, t, workflows.SignalRollback, workflows.RollbackSignal{DefinitionID: "pruned"})
+			r.waitProgress(ctx, t, "r1", updated(2))
+			r.signal(ctx, t, workflows.SignalRollback, workflows.RollbackSignal{DefinitionID: "def0"})
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			if out.RolloutID == "r1" {
+				t.Fatalf("output %+v: the walk did not switch to the rollback", out)
+			}
+			expectOutput(t, out, out.RolloutID, model.RolloutCompleted, []int32{0, 1, 2})
+			expectInstances(t, r, on("def0", 3))
+		},
+	},
+	{
+		name: "supersede", instances: 4, startIn: 100 * time.Millisecond,
+		steer: func(ctx context.Context, t *testing.T, r *recording) {
+			r.waitProgress(ctx, t, "r1", updated(2))
+			r.signal(ctx, t, workflows.SignalSupersede, workflows.SupersedeSignal{RolloutID: "r2", ToDefinitionID: "def3",
+				Kind: model.RolloutKindUpdate, FromDefinitionID: "def1"})
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r2", model.RolloutCompleted, []int32{0, 1, 2, 3})
+			expectInstances(t, r, on("def3", 4))
+		},
+	},
+	{
+		// A cancel after a supersede walks back both targets.
+		name: "supersede_cancel", instances: 3, startIn: 150 * time.Millisecond,
+		steer: func(ctx context.Context, t *testing.T, r *recording) {
+			r.waitProgress(ctx, t, "r1", updated(2))
+			r.signal(ctx, t, workflows.SignalSupersede, workflows.SupersedeSignal{RolloutID: "r2", ToDefinitionID: "def3",
+				Kind: model.RolloutKindUpdate, FromDefinitionID: "def1"})
+			r.waitProgress(ctx, t, "r2", updated(1))
+			r.signal(ctx, t, workflows.SignalCancel, nil)
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r2", model.RolloutCanceled, nil)
+			expectInstances(t, r, on("def1", 3))
+		},
+	},
+	{
+		// Seed 000's flaky definition: index 1 never runs and is given up after the deadline.
+		name: "given_up", instances: 3, startIn: 50 * time.Millisecond, hang: []string{"def2/1"},
+		in: func(in *workflows.RolloutInput) { in.IndexDeadline = 500 * time.Millisecond },
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutCompleted, []int32{0, 2})
+			if !slices.Equal(out.GivenUp, []int32{1}) {
+				t.Fatalf("given up %v", out.GivenUp)
+			}
+			expectInstances(t, r, []string{"def1/1 RUNNING", "def2/0 RUNNING", "def2/2 RUNNING"})
+		},
+	},
+	{
+		name: "pause_resume", instances: 3, startIn: 100 * time.Millisecond,
+		steer: func(ctx context.Context, t *testing.T, r *recording) {
+			r.signal(ctx, t, workflows.SignalPause, nil)
+			time.Sleep(400 * time.Millisecond)
+			if p := r.query(ctx, t); p.State != model.RolloutPaused || len(p.InFlight) != 0 {
+				t.Fatalf("progress while paused = %+v", p)
+			}
+			r.signal(ctx, t, workflows.SignalResume, nil)
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutCompleted, []int32{0, 1, 2})
+			expectInstances(t, r, on("def2", 3))
+		},
+	},
+	{
+		// Two index steps a run: three runs, each continued with the walk so far.
+		name: "continue_as_new", instances: 5, startIn: 50 * time.Millisecond,
+		in: func(in *workflows.RolloutInput) { in.ContinueAsNewEvery = 2 },
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutCompleted, []int32{0, 1, 2, 3, 4})
+			expectInstances(t, r, on("def2", 5))
+		},
+	},
+	{
+		// A cancel in the second run: a run continues as new in the middle of the walk back.
+		name: "continue_as_new_cancel", instances: 4, startIn: 200 * time.Millisecond,
+		in: func(in *workflows.RolloutInput) { in.ContinueAsNewEvery = 2 },
+		steer: func(ctx context.Context, t *testing.T, r *recording) {
+			r.waitProgress(ctx, t, "r1", updated(2))
+			r.signal(ctx, t, workflows.SignalCancel, nil)
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutCanceled, nil)
+			expectInstances(t, r, on("def1", 4))
+		},
+	},
+}
+
+// TestRecordRolloutHistories records a history of every scenario on a real dev server, from
+// the workflow code of the checkout, into testdata/rollout/$RECORD_HISTORIES/ (a new set:
+// an existing one is never overwritten). Run it whenever RolloutWorkflow changes:
+//
+//	RECORD_HISTORIES=<set> TEMPORAL_BIN=... go test ./workflows/ -run RecordRolloutHistories
+func TestRecordRolloutHistories(t *testing.T) {
+	set := os.Getenv("RECORD_HISTORIES")
+	if set == "" {
+		t.Skip("set RECORD_HISTORIES to the name of the set to record")
+	}
+	dir := filepath.Join(rolloutHistoryDir, set)
+	if _, err := os.Stat(dir); err == nil {
+		t.Fatalf("%s exists: recorded histories are kept, not rewritten", dir)
+	}
+	c := temporaltest.New(t)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range recordingScenarios {
+		t.Run(sc.name, func(t *testing.T) { recordScenario(t, c, dir, sc) })
+	}
+}
+
+func recordScenario(t *testing.T, c client.Client, dir string, sc recordingScenario) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	guid := "app-" + sc.name
+	waiter := &memWaiter{subs: map[chan struct{}]struct{}{}}
+	store := &memStore{instances: sc.instances, healthy: "def1", lrps: map[string]model.ActualLRP{}, states: map[string]string{},
+		progress: map[string]model.RolloutProgress{}, startIn: sc.startIn, waiter: waiter, hang: map[string]bool{}}
+	for i := range sc.instances {
+		store.lrps[slot("def1", i)] = model.ActualLRP{ActualLRPKey: model.ActualLRPKey{ProcessGUID: guid, DefinitionID: "def1", Index: i}, State: model.StateRunning}
+	}
+	for _, s := range sc.hang {
+		store.hang[s] = true
+	}
+	queue := "record-" + sc.name
+	w := bbsworker.New(c, queue, bbsworker.Deps{RolloutStore: store, Waiter: waiter, Log: zaptest.NewLogger(t)})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	in := workflows.RolloutInput{RolloutID: "r1", ProcessGUID: guid, Domain: "cf-apps", FromDefinitionID: "def1",
+		ToDefinitionID: "def2", Kind: model.RolloutKindUpdate}
+	if sc.in != nil {
+		sc.in(&in)
+	}
+	runID, err := workflows.StartRollout(ctx, c, queue, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recording{c: c, guid: guid, store: store}
+	if sc.steer != nil {
+		sc.steer(ctx, t, r)
+	}
+	var out workflows.RolloutOutput
+	if err := c.GetWorkflow(ctx, model.RolloutWorkflowID(guid), runID).Get(ctx, &out); err != nil {
+		t.Fatalf("rollout: %v", err)
+	}
+	sc.check(t, r, out)
+	runs := runChain(ctx, t, c, model.RolloutWorkflowID(guid), runID)
+	for i, run := range runs {
+		file := filepath.Join(dir, sc.name+".json")
+		if len(runs) > 1 {
+			file = filepath.Join(dir, fmt.Sprintf("%s_run%d.json", sc.name, i+1))
+		}
+		recordHistory(ctx, t, c, model.RolloutWorkflowID(guid), run, file)
+	}
+}
+
+// runChain lists the runs of a workflow from runID on, following its continues-as-new.
+func runChain(ctx context.Context, t *testing.T, c client.Client, id, runID string) []string {
+	t.Helper()
+	runs := []string{runID}
+	for {
+		iter := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+		if !iter.HasNext() {
+			t.Fatalf("run %s has no close event", runID)
+		}
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		can := ev.GetWorkflowExecutionContinuedAsNewEventAttributes()
+		if can == nil {
+			return runs
+		}
+		runID = can.GetNewExecutionRunId()
+		runs = append(runs, runID)
+	}
+}
