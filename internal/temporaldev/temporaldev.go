@@ -36,6 +36,18 @@ var dynamicConfig = []string{
 	// tasks wait for forwarding (measured 119 → 183 steps/s on a 2-core machine).
 	"matching.numTaskqueueReadPartitions=1",
 	"matching.numTaskqueueWritePartitions=1",
+	// Eager activity execution: the SDK asks for it by default, but the server (v1.29) has
+	// it off, so every activity a workflow task schedules waited for the transfer queue
+	// (whose reader takes a token from a 20-per-second limiter on the dev server's one shard)
+	// before a worker could poll it. With it on, the activity comes back with the workflow
+	// task's completion to the worker that scheduled it.
+	"system.enableActivityEagerExecution=true",
+	// The same limiter (20 per second by default) paces the shard's transfer, timer and
+	// visibility queue readers; on the dev server's one shard it, not the work, set the pace
+	// of every workflow and activity task hand-out.
+	"history.transferProcessorMaxPollRPS=1000",
+	"history.timerProcessorMaxPollRPS=1000",
+	"history.visibilityProcessorMaxPollRPS=1000",
 }
 
 // Config says how to run the dev server.
