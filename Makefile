@@ -52,9 +52,10 @@ bench: $(TEMPORAL)
 bench-scale:
 	$(GO) test ./bench -run '^$$' -bench 'Scale' -benchtime 1x -timeout 90m -v
 
-## fuzz: run the request-decoding fuzzer for a while (the corpus is replayed by `make test`).
+## fuzz: run the request-decoding fuzzers (JSON API, BBS protocol) for a while (their corpora are replayed by `make test`).
 fuzz:
 	$(GO) test ./api -run '^$$' -fuzz FuzzDecodeRequests -fuzztime 60s
+	$(GO) test ./protocol -run '^$$' -fuzz FuzzRequests -fuzztime 60s
 
 ## proto: regenerate protocol/pb/*.pb.go from the .proto files (commit the result; builds need no protoc).
 proto:

@@ -91,6 +91,9 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, req proto.Messag
 	if err := proto.Unmarshal(body, req); err != nil {
 		return model.WrapError(model.ErrInvalidRequest, msgInvalidRequest, err)
 	}
+	if misTyped(req.ProtoReflect()) {
+		return model.Errorf(model.ErrInvalidRequest, msgInvalidRequest)
+	}
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/system"
+	"github.com/updatable-lrps/bbs/protocol"
 	"go.uber.org/zap"
 )
 

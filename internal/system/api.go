@@ -2,13 +2,15 @@ package system
 
 import (
 	"cmp"
-	"github.com/updatable-lrps/bbs/protocol"
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/updatable-lrps/bbs/protocol"
 
 	"github.com/updatable-lrps/bbs/api"
 	"github.com/updatable-lrps/bbs/cellapi"
@@ -62,7 +64,7 @@ type API struct {
 	json     *servedHTTP
 	protocol *servedHTTP
 	cancel   context.CancelFunc
-	hub    sync.WaitGroup
+	hub      sync.WaitGroup
 }
 
 // StartAPI serves the API on cfg.Listener. It answers Unavailable until the migrations, which
