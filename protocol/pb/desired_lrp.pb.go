@@ -75,7 +75,8 @@ type DesiredLRP struct {
 	ImagePassword         string                 `protobuf:"bytes,32,opt,name=image_password,json=imagePassword,proto3" json:"image_password,omitempty"`
 	CheckDefinition       *CheckDefinition       `protobuf:"bytes,33,opt,name=check_definition,json=checkDefinition,proto3" json:"check_definition,omitempty"`
 	ImageLayers           []*ImageLayer          `protobuf:"bytes,34,rep,name=image_layers,json=imageLayers,proto3" json:"image_layers,omitempty"`
-	// Required: BBS refuses a DesiredLRP whose map is absent.
+	// BBS's validation refuses a DesiredLRP without metric tags (on the wire an empty map and
+	// an absent one are the same thing).
 	MetricTags         map[string]*MetricTagValue `protobuf:"bytes,35,rep,name=metric_tags,json=metricTags,proto3" json:"metric_tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	Sidecars           []*Sidecar                 `protobuf:"bytes,36,rep,name=sidecars,proto3" json:"sidecars,omitempty"`
 	LogRateLimit       *LogRateLimit              `protobuf:"bytes,37,opt,name=log_rate_limit,json=logRateLimit,proto3" json:"log_rate_limit,omitempty"`
@@ -976,13 +977,16 @@ func (x *DesiredLRPRunInfo) GetVolumeMountedFiles() []*File {
 }
 
 // DesiredLRPUpdate changes only what it carries. The scalars have explicit presence so that 0
-// instances and an empty annotation can be asked for; routes and metric_tags, when present,
-// replace the whole map. Every update bumps modification_tag.index.
+// instances and an empty annotation can be asked for. Every update bumps
+// modification_tag.index.
 type DesiredLRPUpdate struct {
-	state         protoimpl.MessageState     `protogen:"open.v1"`
-	Instances     *int32                     `protobuf:"varint,1,opt,name=instances,proto3,oneof" json:"instances,omitempty"`
-	Routes        *ProtoRoutes               `protobuf:"bytes,2,opt,name=routes,proto3" json:"routes,omitempty"`
-	Annotation    *string                    `protobuf:"bytes,3,opt,name=annotation,proto3,oneof" json:"annotation,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Instances *int32                 `protobuf:"varint,1,opt,name=instances,proto3,oneof" json:"instances,omitempty"`
+	// When present, replaces the whole map; present and empty clears it.
+	Routes     *ProtoRoutes `protobuf:"bytes,2,opt,name=routes,proto3" json:"routes,omitempty"`
+	Annotation *string      `protobuf:"bytes,3,opt,name=annotation,proto3,oneof" json:"annotation,omitempty"`
+	// When it has entries, replaces the whole map. A map has no presence of its own, so no
+	// update can clear the metric tags.
 	MetricTags    map[string]*MetricTagValue `protobuf:"bytes,4,rep,name=metric_tags,json=metricTags,proto3" json:"metric_tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	ImageUsername *string                    `protobuf:"bytes,5,opt,name=image_username,json=imageUsername,proto3,oneof" json:"image_username,omitempty"`
 	ImagePassword *string                    `protobuf:"bytes,6,opt,name=image_password,json=imagePassword,proto3,oneof" json:"image_password,omitempty"`

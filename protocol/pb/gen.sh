@@ -67,15 +67,16 @@ generate() {
 		"$src"/*.proto
 }
 
-if [ "$mode" = write ]; then
-	rm -f "$src"/*.pb.go
-	generate .
-	exit 0
-fi
-
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 generate "$tmp"
+
+if [ "$mode" = write ]; then
+	# Replace only once protoc has succeeded; a .pb.go whose .proto is gone goes too.
+	rm -f "$src"/*.pb.go
+	cp "$tmp/$src"/*.pb.go "$src"/
+	exit 0
+fi
 
 stale=()
 for f in "$tmp/$src"/*.pb.go; do
