@@ -2,10 +2,14 @@
 
 GO        ?= go
 TEMPORAL_VERSION := v1.5.1
+# protocol/pb's generators. protoc is Debian bookworm's protobuf-compiler; protoc-gen-go must
+# match go.mod's google.golang.org/protobuf (protocol/pb/gen.sh checks both).
+PROTOC_VERSION        := 3.21.12
+PROTOC_GEN_GO_VERSION := v1.36.12
 # The temporal CLI on PATH if there is one, else the pinned build in bin/.
 TEMPORAL  ?= $(or $(shell command -v temporal 2>/dev/null),$(CURDIR)/bin/temporal)
 
-.PHONY: run demo test test-short fuzz bench bench-scale build vet fmt clean doctor
+.PHONY: run demo test test-short fuzz bench bench-scale build vet fmt clean doctor proto proto-check
 
 build: bin/bbs
 
@@ -48,9 +52,19 @@ bench: $(TEMPORAL)
 bench-scale:
 	$(GO) test ./bench -run '^$$' -bench 'Scale' -benchtime 1x -timeout 90m -v
 
-## fuzz: run the request-decoding fuzzer for a while (the corpus is replayed by `make test`).
+## fuzz: run the request-decoding fuzzers (JSON API, BBS protocol) for a while (their corpora are replayed by `make test`).
 fuzz:
 	$(GO) test ./api -run '^$$' -fuzz FuzzDecodeRequests -fuzztime 60s
+	$(GO) test ./protocol -run '^$$' -fuzz FuzzRequests -fuzztime 60s
+
+## proto: regenerate protocol/pb/*.pb.go from the .proto files (commit the result; builds need no protoc).
+proto:
+	GO=$(GO) PROTOC_VERSION=$(PROTOC_VERSION) PROTOC_GEN_GO_VERSION=$(PROTOC_GEN_GO_VERSION) protocol/pb/gen.sh write
+
+## proto-check: fail, naming the files, if the committed generated code is not what `make proto` makes
+## (installs protoc with apt-get when it is missing and we run as root, as on CI).
+proto-check:
+	GO=$(GO) PROTOC_VERSION=$(PROTOC_VERSION) PROTOC_GEN_GO_VERSION=$(PROTOC_GEN_GO_VERSION) protocol/pb/gen.sh check
 
 vet:
 	$(GO) vet ./...

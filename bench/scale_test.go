@@ -183,7 +183,7 @@ func startAPIProcess(b *testing.B, dbURL string) *apiProcess {
 	addr := ln.Addr().String()
 	ln.Close()
 	var out bytes.Buffer
-	cmd := exec.Command(bin, "api", "--listen", addr, "--log-level", "warn")
+	cmd := exec.Command(bin, "api", "--listen", addr, "--bbs-listen=", "--log-level", "warn")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"syscall"
@@ -33,10 +34,22 @@ func desiredLRP(guid string, instances int) obj {
 // TestAPIEndToEnd starts the real binary, desires an LRP over HTTP, reads it back through every
 // read route, changes it, removes it, and stops the server with SIGTERM.
 func TestAPIEndToEnd(t *testing.T) {
-	port := freePort(t)
-	p := start(t, []string{"DATABASE_URL=" + dbtest.NewURL(t)}, "api", "--listen", fmt.Sprintf("127.0.0.1:%d", port))
+	port, protocolPort := freePort(t), freePort(t)
+	p := start(t, []string{"DATABASE_URL=" + dbtest.NewURL(t)}, "api", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+		"--bbs-listen", fmt.Sprintf("127.0.0.1:%d", protocolPort))
 	c := client{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port)}
 	c.waitAvailable(p, 30*time.Second)
+	// Beside the JSON API, the BBS's own protocol: an empty POST to /v1/ping answers a
+	// protobuf PingResponse{available: true} (field 1, varint 1).
+	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/v1/ping", protocolPort), "application/x-protobuf", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/x-protobuf" || string(body) != "\x08\x01" {
+		t.Fatalf("BBS protocol ping: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
 
 	c.mustPost("/v1/domains/upsert", obj{"domain": "cf-apps", "ttl": 0}, nil)
 	var domains struct{ Domains []string }

@@ -25,6 +25,7 @@ func startDev(t *testing.T, extra ...string) *devStack {
 	bin := temporalBin(t)
 	apiPort, pgPort, temporalPort := freePort(t), freePort(t), freePort(t)
 	args := append([]string{"dev", "--data-dir", t.TempDir(), "--listen", fmt.Sprintf("127.0.0.1:%d", apiPort),
+		"--bbs-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		"--pg-port", fmt.Sprint(pgPort), "--temporal-bin", bin,
 		"--temporal-port", fmt.Sprint(temporalPort), "--temporal-ui-port", fmt.Sprint(freePort(t))}, extra...)
 	routerPort := freePort(t)

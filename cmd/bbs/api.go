@@ -8,12 +8,14 @@ import (
 	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/system"
+	"github.com/updatable-lrps/bbs/protocol"
 	"go.uber.org/zap"
 )
 
 func runAPICommand(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("api", flag.ContinueOnError)
 	listenAddr := fs.String("listen", envOr("BBS_LISTEN_ADDR", "127.0.0.1:8889"), "address to serve the API on [BBS_LISTEN_ADDR]")
+	protocolAddr := protocolListenFlag(fs)
 	logLevel := logLevelFlag(fs)
 	var tlsOpts tlsFlags
 	tlsOpts.register(fs)
@@ -45,7 +47,7 @@ func runAPICommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer temporal.Close()
-	a, err := startAPI(ctx, store, *listenAddr, tlsOpts, system.APIConfig{
+	a, err := startAPI(ctx, store, *listenAddr, *protocolAddr, tlsOpts, system.APIConfig{
 		Cells: cellapi.NewClient(cellTLS), Temporal: temporal, Rollouts: rf.options(), Log: log})
 	if err != nil {
 		return err
@@ -54,8 +56,14 @@ func runAPICommand(ctx context.Context, args []string) error {
 	return a.Stop()
 }
 
-// startAPI listens on addr (mutual TLS beyond loopback) and starts the API of cfg there.
-func startAPI(ctx context.Context, store *db.Store, addr string, tlsOpts tlsFlags, cfg system.APIConfig) (*system.API, error) {
+// protocolListenFlag registers --bbs-listen, where the BBS's own protocol is served.
+func protocolListenFlag(fs *flag.FlagSet) *string {
+	return fs.String("bbs-listen", envOr("BBS_PROTOCOL_LISTEN_ADDR", "127.0.0.1:8890"), "address to serve the BBS protocol (protobuf, for Diego and Cloud Foundry clients) on; empty: not served [BBS_PROTOCOL_LISTEN_ADDR]")
+}
+
+// startAPI listens on addr, and on protocolAddr unless it is empty (mutual TLS beyond
+// loopback), and starts the API of cfg there.
+func startAPI(ctx context.Context, store *db.Store, addr, protocolAddr string, tlsOpts tlsFlags, cfg system.APIConfig) (*system.API, error) {
 	serverTLS, err := tlsOpts.serverConfig()
 	if err != nil {
 		return nil, err
@@ -65,6 +73,12 @@ func startAPI(ctx context.Context, store *db.Store, addr string, tlsOpts tlsFlag
 		return nil, err
 	}
 	cfg.Store, cfg.Listener, cfg.Scheme = store, ln, scheme
+	if protocolAddr != "" {
+		if cfg.ProtocolListener, cfg.ProtocolScheme, err = system.Listen(protocolAddr, protocol.TLSConfig(serverTLS)); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
 	return system.StartAPI(ctx, cfg)
 }
 

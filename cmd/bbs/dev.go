@@ -26,6 +26,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	dataDir := fs.String("data-dir", envOr("BBS_DATA_DIR", ".data"), "where PostgreSQL and Temporal keep their state [BBS_DATA_DIR]")
 	apiAddr := fs.String("listen", envOr("BBS_LISTEN_ADDR", "127.0.0.1:8889"), "API address [BBS_LISTEN_ADDR]")
+	protocolAddr := protocolListenFlag(fs)
 	pgPort := fs.Int("pg-port", 54329, "port of the private PostgreSQL (ignored when DATABASE_URL is set)")
 	temporalBin := fs.String("temporal-bin", envOr("TEMPORAL_BIN", ""), "temporal CLI (default: bin/temporal, else temporal on PATH) [TEMPORAL_BIN]")
 	temporalPort := fs.Int("temporal-port", 7233, "Temporal frontend port")
@@ -112,7 +113,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer temporal.Close()
-	a, err := startAPI(ctx, store, *apiAddr, tlsFlags{}, system.APIConfig{
+	a, err := startAPI(ctx, store, *apiAddr, *protocolAddr, tlsFlags{}, system.APIConfig{
 		Cells: cellapi.NewClient(nil), Temporal: temporal, Rollouts: rf.options(), Log: log})
 	if err != nil {
 		return err
@@ -164,6 +165,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 	fmt.Printf(`
 BBS dev stack is up:
   API           %s        try: curl -s -XPOST %s/v1/ping
+  BBS protocol  %s
   Temporal UI   http://localhost:%d
   Temporal      %s (namespace default, state in %s, log %s)
   Worker        %s
@@ -172,7 +174,7 @@ BBS dev stack is up:
 %s
 Ctrl-C stops everything; the next 'make run' resumes with the data kept.
 
-`, a.URL(), a.URL(), *uiPort, ts.Address(), filepath.Join(*dataDir, "temporal.db"),
+`, a.URL(), a.URL(), protocolLine(a), *uiPort, ts.Address(), filepath.Join(*dataDir, "temporal.db"),
 		filepath.Join(*dataDir, "temporal.log"), workerLine, *routerAddr, *routerAdmin, redact(dbURL), pgNote, cellLines)
 
 	<-ctx.Done()
@@ -188,4 +190,12 @@ func redact(raw string) string {
 		return "(unparseable DATABASE_URL)"
 	}
 	return u.Redacted()
+}
+
+// protocolLine says where the BBS protocol is served, for the banner.
+func protocolLine(a *system.API) string {
+	if a.ProtocolURL() == "" {
+		return "not served (--bbs-listen is empty)"
+	}
+	return a.ProtocolURL() + "  (protobuf, for Diego and Cloud Foundry clients: cfdot, Cloud Controller, ...)"
 }

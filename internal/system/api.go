@@ -1,12 +1,16 @@
 package system
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/updatable-lrps/bbs/protocol"
 
 	"github.com/updatable-lrps/bbs/api"
 	"github.com/updatable-lrps/bbs/cellapi"
@@ -34,9 +38,13 @@ func (o RolloutOptions) client(c client.Client, taskQueue string) *workflows.Rol
 // APIConfig is what an API process is made of.
 type APIConfig struct {
 	Store *db.Store
-	// Listener serves the API (see Listen); Scheme is "http" or "https" accordingly.
+	// Listener serves the JSON API (see Listen); Scheme is "http" or "https" accordingly.
 	Listener net.Listener
 	Scheme   string
+	// ProtocolListener, when set, serves the BBS's own protobuf protocol (package protocol)
+	// over the same store; ProtocolScheme is its scheme.
+	ProtocolListener net.Listener
+	ProtocolScheme   string
 	// Cells reaches the cells to stop instances.
 	Cells *cellapi.Client
 	// Temporal starts and signals rollouts (a lazy client: the API serves while Temporal is
@@ -51,13 +59,12 @@ type APIConfig struct {
 
 // API is a running API process.
 type API struct {
-	// Server is the HTTP handler.
-	Server *api.Server
-	http   *http.Server
-	url    string
-	done   chan error
-	cancel context.CancelFunc
-	hub    sync.WaitGroup
+	// Server is the JSON API's HTTP handler.
+	Server   *api.Server
+	json     *servedHTTP
+	protocol *servedHTTP
+	cancel   context.CancelFunc
+	hub      sync.WaitGroup
 }
 
 // StartAPI serves the API on cfg.Listener. It answers Unavailable until the migrations, which
@@ -68,29 +75,17 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	stopper := &cellapi.Stopper{Cells: cfg.Store, Client: cfg.Cells}
 	server := api.NewServer(cfg.Store, stopper, log).WithEvents(hub).
 		WithRollouts(cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue))
-	scheme := cfg.Scheme
-	if scheme == "" {
-		scheme = "http"
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	a := &API{
 		Server: server,
-		http: &http.Server{
-			Handler:           server,
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       30 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-		},
-		url:    scheme + "://" + cfg.Listener.Addr().String(),
-		done:   make(chan error, 1),
+		json:   serveHTTP(cfg.Listener, cmp.Or(cfg.Scheme, "http"), server, log),
 		cancel: cancel,
 	}
-	go func() {
-		if err := a.http.Serve(cfg.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			a.done <- err
-		}
-		close(a.done)
-	}()
+	var protocolServer *protocol.Server
+	if cfg.ProtocolListener != nil {
+		protocolServer = protocol.NewServer(cfg.Store, log)
+		a.protocol = serveHTTP(cfg.ProtocolListener, cmp.Or(cfg.ProtocolScheme, "http"), protocolServer, log)
+	}
 	if err := cfg.Store.Migrate(ctx); err != nil {
 		a.Stop()
 		return nil, err
@@ -103,21 +98,74 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 		}
 	}()
 	server.MarkReady()
-	log.Info("api listening", zap.String("address", a.url))
+	log.Info("api listening", zap.String("address", a.json.url))
+	if protocolServer != nil {
+		protocolServer.MarkReady()
+		log.Info("bbs protocol listening", zap.String("address", a.protocol.url))
+	}
 	return a, nil
 }
 
+// ProtocolURL is where the BBS protocol answers ("" when it is not served).
+func (a *API) ProtocolURL() string {
+	if a.protocol == nil {
+		return ""
+	}
+	return a.protocol.url
+}
+
 // URL is where the API answers, e.g. http://127.0.0.1:8889.
-func (a *API) URL() string { return a.url }
+func (a *API) URL() string { return a.json.url }
 
 // Stop stops serving (waiting up to 10 s for requests in flight) and the event hub.
 func (a *API) Stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := a.http.Shutdown(ctx)
+	err := a.json.stop(ctx)
+	if a.protocol != nil {
+		err = errors.Join(err, a.protocol.stop(ctx))
+	}
 	a.cancel()
 	a.hub.Wait()
-	if serveErr := <-a.done; serveErr != nil {
+	return err
+}
+
+// servedHTTP is a handler served on a listener of its own.
+type servedHTTP struct {
+	srv  *http.Server
+	url  string
+	done chan error
+}
+
+// serveHTTP serves h on ln over HTTP/1.1 (the BBS protocol's event streams need it).
+func serveHTTP(ln net.Listener, scheme string, h http.Handler, log *zap.Logger) *servedHTTP {
+	s := &servedHTTP{
+		srv: &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			// An empty map turns HTTP/2 off on a TLS listener.
+			TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		},
+		url:  scheme + "://" + ln.Addr().String(),
+		done: make(chan error, 1),
+	}
+	go func() {
+		err := s.srv.Serve(ln)
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("serving", zap.String("address", s.url), zap.Error(err))
+		} else {
+			err = nil
+		}
+		s.done <- err
+	}()
+	return s
+}
+
+func (s *servedHTTP) stop(ctx context.Context) error {
+	err := s.srv.Shutdown(ctx)
+	if serveErr := <-s.done; serveErr != nil {
 		return serveErr
 	}
 	return err

@@ -1,0 +1,122 @@
+package protocol_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/internal/dbtest"
+	"github.com/updatable-lrps/bbs/model"
+	"github.com/updatable-lrps/bbs/protocol"
+	"github.com/updatable-lrps/bbs/protocol/pb"
+	"go.uber.org/zap/zaptest"
+	"google.golang.org/protobuf/proto"
+)
+
+// TestMain starts (once) the throwaway PostgreSQL that dbtest.NewStore clones databases from.
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// server is the protocol listener over a fresh store, served over HTTP.
+type server struct {
+	t     *testing.T
+	url   string
+	store *db.Store
+}
+
+func newServer(t *testing.T) *server {
+	t.Helper()
+	store := dbtest.NewStore(t)
+	s := protocol.NewServer(store, zaptest.NewLogger(t))
+	s.MarkReady()
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	return &server{t: t, url: ts.URL, store: store}
+}
+
+// postRaw posts body to path as BBS clients do and returns the raw answer.
+func (s *server) postRaw(path string, body []byte) (*http.Response, []byte) {
+	s.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.url+path, bytes.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return resp, b
+}
+
+// post posts req (nil: an empty body) to path and decodes the protobuf answer into resp.
+func (s *server) post(path string, req, resp proto.Message) {
+	s.t.Helper()
+	var body []byte
+	if req != nil {
+		var err error
+		if body, err = proto.Marshal(req); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	r, b := s.postRaw(path, body)
+	if r.StatusCode != http.StatusOK || r.Header.Get("Content-Type") != "application/x-protobuf" {
+		s.t.Fatalf("POST %s: %d %q: %q", path, r.StatusCode, r.Header.Get("Content-Type"), b)
+	}
+	if err := proto.Unmarshal(b, resp); err != nil {
+		s.t.Fatalf("POST %s: decode %T: %v", path, resp, err)
+	}
+}
+
+func TestPing(t *testing.T) {
+	s := newServer(t)
+	var resp pb.PingResponse
+	s.post("/v1/ping", nil, &resp)
+	if !resp.GetAvailable() {
+		t.Fatal("not available")
+	}
+}
+
+func TestDomains(t *testing.T) {
+	s := newServer(t)
+	for _, d := range []*pb.UpsertDomainRequest{{Domain: "cf-apps", Ttl: 120}, {Domain: "cf-tasks"}} {
+		var resp pb.UpsertDomainResponse
+		s.post("/v1/domains/upsert", d, &resp)
+		if resp.GetError() != nil {
+			t.Fatalf("upsert %v: %v", d, resp.GetError())
+		}
+	}
+	var list pb.DomainsResponse
+	s.post("/v1/domains/list", nil, &list)
+	if got := list.GetDomains(); len(got) != 2 || got[0] != "cf-apps" || got[1] != "cf-tasks" {
+		t.Fatalf("domains = %v", got)
+	}
+	// Written through the protocol, read through the store the JSON API uses.
+	fresh, err := s.store.FreshDomains(t.Context())
+	if err != nil || len(fresh) != 2 {
+		t.Fatalf("store's fresh domains = %v, %v", fresh, err)
+	}
+}
+
+func TestCells(t *testing.T) {
+	s := newServer(t)
+	if err := s.store.UpsertCell(t.Context(), model.CellPresence{CellID: "cell-1", Zone: "z1", RepAddress: "https://10.0.0.1:1801",
+		Capacity: model.CellCapacity{MemoryMB: 1024, DiskMB: 2048, Containers: 10}, PlacementTags: []string{"iso"}}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var resp pb.CellsResponse
+	s.post("/v1/cells/list.r1", nil, &resp)
+	want := &pb.CellPresence{CellId: "cell-1", Zone: "z1", RepAddress: "https://10.0.0.1:1801", RepUrl: "https://10.0.0.1:1801",
+		Capacity: &pb.CellCapacity{MemoryMb: 1024, DiskMb: 2048, Containers: 10}, PlacementTags: []string{"iso"}}
+	if len(resp.GetCells()) != 1 || !proto.Equal(resp.GetCells()[0], want) {
+		t.Fatalf("cells = %v, want %v", resp.GetCells(), want)
+	}
+}

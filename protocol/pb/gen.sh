@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Generates the Go code of protocol/pb from its .proto files; `make proto` and `make proto-check`
+# run it from the repository root.
+#
+#   gen.sh write   regenerate protocol/pb/*.pb.go in place
+#   gen.sh check   regenerate into a temporary directory and fail, naming each stale, missing or
+#                  orphaned .pb.go, if the committed code differs
+#
+# The output depends on the exact protoc and protoc-gen-go versions (both are written into every
+# file's header), so both are pinned: protoc to Debian bookworm's protobuf-compiler (installed with
+# apt-get when it is missing and we are root, as on CI), protoc-gen-go to the
+# google.golang.org/protobuf version of go.mod, built into bin/.
+set -euo pipefail
+
+mode=${1:-}
+case "$mode" in
+write | check) ;;
+*)
+	echo "usage: $0 write|check" >&2
+	exit 2
+	;;
+esac
+
+GO=${GO:-go}
+PROTOC_VERSION=${PROTOC_VERSION:?PROTOC_VERSION is set by the Makefile}
+PROTOC_GEN_GO_VERSION=${PROTOC_GEN_GO_VERSION:?PROTOC_GEN_GO_VERSION is set by the Makefile}
+root=$(pwd)
+src=protocol/pb
+
+die() {
+	echo "proto: $*" >&2
+	exit 1
+}
+
+# The runtime our code links against must be the one the generator comes from.
+mod_version=$("$GO" list -m -f '{{.Version}}' google.golang.org/protobuf)
+[ "$mod_version" = "$PROTOC_GEN_GO_VERSION" ] ||
+	die "go.mod has google.golang.org/protobuf $mod_version but the Makefile pins protoc-gen-go $PROTOC_GEN_GO_VERSION: change both together"
+
+if ! command -v protoc >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		echo "proto: protoc is missing; installing Debian's protobuf-compiler" >&2
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq >&2
+		apt-get install -y -qq protobuf-compiler >&2
+	else
+		die "protoc is missing: install protoc $PROTOC_VERSION (Debian: apt-get install protobuf-compiler)"
+	fi
+fi
+have=$(protoc --version)
+[ "$have" = "libprotoc $PROTOC_VERSION" ] ||
+	die "protoc says '$have', want 'libprotoc $PROTOC_VERSION' (the version is written into every generated file)"
+
+# One directory per version, so that bumping the pin rebuilds the plugin.
+plugin_dir=$root/bin/protoc-gen-go-$PROTOC_GEN_GO_VERSION
+if [ ! -x "$plugin_dir/protoc-gen-go" ]; then
+	echo "proto: building protoc-gen-go $PROTOC_GEN_GO_VERSION into ${plugin_dir#"$root"/}" >&2
+	GOBIN=$plugin_dir "$GO" install "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOC_GEN_GO_VERSION"
+fi
+
+# generate OUT: writes OUT/protocol/pb/*.pb.go. Files are named relative to the repository root
+# (-I .), so the registry holds them as protocol/pb/<name>.proto, which no other module uses.
+generate() {
+	protoc -I . \
+		--plugin=protoc-gen-go="$plugin_dir/protoc-gen-go" \
+		--go_out="$1" --go_opt=paths=source_relative \
+		"$src"/*.proto
+}
+
+if [ "$mode" = write ]; then
+	rm -f "$src"/*.pb.go
+	generate .
+	exit 0
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+generate "$tmp"
+
+stale=()
+for f in "$tmp/$src"/*.pb.go; do
+	name=$src/$(basename "$f")
+	if [ ! -f "$name" ]; then
+		stale+=("$name (missing)")
+	elif ! cmp -s "$f" "$name"; then
+		stale+=("$name (differs)")
+	fi
+done
+for f in "$src"/*.pb.go; do
+	[ -e "$f" ] || continue
+	[ -f "$tmp/$f" ] || stale+=("$f (no .proto generates it)")
+done
+
+if [ ${#stale[@]} -gt 0 ]; then
+	echo "proto: the committed generated code is stale; run 'make proto' and commit:" >&2
+	printf '  %s\n' "${stale[@]}" >&2
+	exit 1
+fi
+echo "proto: generated code is up to date"
