@@ -1,3 +1,10 @@
+// The compatibility tests: a module of their own, so that the product's go.mod does not take on
+// the real BBS client and its dependencies (lager, cfhttp, rata, go-sse, gogo/protobuf).
+//
+// code.cloudfoundry.org modules refuse version listing on the module proxy but resolve at
+// exact versions, so each is required at one. Tidy with `go mod tidy -e`: the bbs module's
+// go.mod has no go line, so its own tests' imports count, and they reach
+// code.cloudfoundry.org/locket, which nothing built here needs.
 module github.com/updatable-lrps/bbs/compat
 
 go 1.26.0
