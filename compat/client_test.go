@@ -2,6 +2,8 @@ package compat
 
 import (
 	"context"
+	"math"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"code.cloudfoundry.org/bbs"
 	"code.cloudfoundry.org/bbs/models"
 	"code.cloudfoundry.org/lager/v3"
+	"github.com/gogo/protobuf/proto"
 )
 
 // newClient is the real BBS client of the dev system's listener, over plain HTTP as on
@@ -100,6 +103,40 @@ func TestDomainWithTTLExpires(t *testing.T) {
 	}
 	if age := time.Since(upserted); age < ttl {
 		t.Errorf("compat-ttl was gone after %s, before its TTL of %s", age, ttl)
+	}
+}
+
+// TestUpsertDomainTakesAnyTTL: BBS stores any TTL its uint32 field carries; the largest is
+// 136 years.
+func TestUpsertDomainTakesAnyTTL(t *testing.T) {
+	c, log := newClient(t), testLogger(t)
+	if err := c.UpsertDomain(log, traceID(t), "compat-max-ttl", math.MaxUint32*time.Second); err != nil {
+		t.Fatalf("UpsertDomain with a TTL of %d s: %v", uint32(math.MaxUint32), err)
+	}
+	domains, err := c.Domains(log, traceID(t))
+	if err != nil || !slices.Contains(domains, "compat-max-ttl") {
+		t.Errorf("Domains = %q, %v; want compat-max-ttl in it", domains, err)
+	}
+}
+
+// TestUnknownFieldsAreSkipped: BBS's decoders skip fields they do not know, so a client
+// built from newer .proto files than ours is served.
+func TestUnknownFieldsAreSkipped(t *testing.T) {
+	body, err := proto.Marshal(&models.UpsertDomainRequest{Domain: "compat-unknown-field", Ttl: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Field 999 as a varint (tag (999<<3)|0 = 7992), then field 1000 as bytes: fields no
+	// version of UpsertDomainRequest has.
+	body = append(body, 0xb8, 0x3e, 0x01, 0xc2, 0x3e, 0x03, 'a', 'b', 'c')
+	var resp models.UpsertDomainResponse
+	status, ctype, err := postProto(http.DefaultClient, sys.protocolURL+"/v1/domains/upsert", body, &resp)
+	if err != nil || status != http.StatusOK || ctype != protoContentType || resp.Error != nil {
+		t.Fatalf("upsert with unknown fields: %d %q %v, error %v", status, ctype, err, resp.Error)
+	}
+	domains, err := newClient(t).Domains(testLogger(t), traceID(t))
+	if err != nil || !slices.Contains(domains, "compat-unknown-field") {
+		t.Errorf("Domains = %q, %v; want compat-unknown-field in it", domains, err)
 	}
 }
 
