@@ -126,6 +126,25 @@ func TestMutualTLS(t *testing.T) {
 			t.Errorf("Domains: %v, want a TLS error", err)
 		}
 		t.Logf("refused: %v", err)
+
+		// Go's TLS client (so the real client) sends no certificate that the server's list of
+		// acceptable CAs does not name, so the refusal above is for a missing certificate.
+		// This client presents it anyway, for the server to verify and refuse.
+		other, err := tls.LoadX509KeyPair(p.otherClientCert, p.otherKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		insist := clientTLS.Clone()
+		insist.Certificates = nil
+		insist.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &other, nil }
+		status, _, err := postProto(httpsClient(insist), url+"/v1/ping", nil, nil)
+		if err == nil {
+			t.Fatalf("POST /v1/ping with another CA's certificate answered %d", status)
+		}
+		if !strings.Contains(err.Error(), "tls") || strings.Contains(err.Error(), "certificate required") {
+			t.Errorf("POST /v1/ping with another CA's certificate: %v, want the server to refuse that certificate", err)
+		}
+		t.Logf("refused: %v", err)
 	})
 
 	// Refusing those clients did not stop it serving the right one.
