@@ -34,7 +34,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 umask 077
 
-genkey() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1"; }
+# RSA: the BBS protocol's clients offer only ECDHE-RSA suites under TLS 1.2.
+genkey() { openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1" 2>/dev/null; }
 serial() { echo "0x$(openssl rand -hex 16)"; }
 
 # CA
