@@ -9,7 +9,7 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 # The temporal CLI on PATH if there is one, else the pinned build in bin/.
 TEMPORAL  ?= $(or $(shell command -v temporal 2>/dev/null),$(CURDIR)/bin/temporal)
 
-.PHONY: run demo test test-short fuzz bench bench-scale build vet fmt clean doctor proto proto-check
+.PHONY: run demo test test-short compat fuzz bench bench-scale build vet fmt clean doctor proto proto-check
 
 build: bin/bbs
 
@@ -36,6 +36,13 @@ demo: bin/bbs $(TEMPORAL)
 test: $(TEMPORAL)
 	@test -x "$(TEMPORAL)" || { echo "make test: no Temporal CLI at $(TEMPORAL): unset TEMPORAL to build the pinned one into bin/" >&2; exit 1; }
 	TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 20m ./...
+	cd compat && TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 ./...
+
+## compat: only the compatibility tests (compat/, a module of its own): our BBS-protocol listener
+## driven by the real Diego BBS Go client, over plain HTTP and mutual TLS.
+compat: $(TEMPORAL)
+	@test -x "$(TEMPORAL)" || { echo "make compat: no Temporal CLI at $(TEMPORAL): unset TEMPORAL to build the pinned one into bin/" >&2; exit 1; }
+	cd compat && TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 ./...
 
 ## test-short: the quick tests only: those that need a Temporal server or run long skip, saying so.
 test-short:
@@ -68,6 +75,7 @@ proto-check:
 
 vet:
 	$(GO) vet ./...
+	cd compat && $(GO) vet ./...
 
 fmt:
 	gofmt -l -w .
