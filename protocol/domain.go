@@ -8,13 +8,13 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 )
 
-// upsertDomain keeps a domain fresh for ttl seconds (0: for good), as the JSON route does.
+// upsertDomain keeps a domain fresh for ttl seconds (0: for good). BBS asks only for a
+// name, and takes any TTL a uint32 holds (136 years at most).
 func (s *Server) upsertDomain(ctx context.Context, req *pb.UpsertDomainRequest) (*pb.UpsertDomainResponse, error) {
-	d := model.Domain{Name: req.GetDomain(), TTL: int64(req.GetTtl())}
-	if err := d.Validate(); err != nil {
-		return nil, err
+	if req.GetDomain() == "" {
+		return nil, invalidFields("domain")
 	}
-	return &pb.UpsertDomainResponse{}, s.store.UpsertDomain(ctx, d)
+	return &pb.UpsertDomainResponse{}, s.store.UpsertDomain(ctx, model.Domain{Name: req.GetDomain(), TTL: int64(req.GetTtl())})
 }
 
 // domains lists the fresh domains.

@@ -27,7 +27,7 @@ func TestBadInputIsAnInvalidRequestAndChangesNothing(t *testing.T) {
 		{"string not UTF-8", []byte{0x0a, 0x02, 0xc3, 0x28}, "the request received is invalid"},
 		{"wrong wire type for a field", []byte{0x08, 0x01}, "the request received is invalid"},
 		{"oversized", bytes.Repeat([]byte{0x0a}, api.MaxRequestBytes+1), "larger than"},
-		{"empty domain", mustMarshal(t, &pb.UpsertDomainRequest{Ttl: 5}), "domain"},
+		{"empty domain", mustMarshal(t, &pb.UpsertDomainRequest{Ttl: 5}), "Invalid field: domain"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, b := s.postRaw("/v1/domains/upsert", tc.body)
