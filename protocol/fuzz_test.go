@@ -30,7 +30,9 @@ func (s *recordingStore) UpsertDomain(_ context.Context, d model.Domain) error {
 	s.writes++
 	return nil
 }
-func (s *recordingStore) FreshDomains(context.Context) ([]string, error) { return []string{"cf-apps"}, nil }
+func (s *recordingStore) FreshDomains(context.Context) ([]string, error) {
+	return []string{"cf-apps"}, nil
+}
 func (s *recordingStore) Cells(context.Context) ([]model.CellPresence, error) {
 	return []model.CellPresence{{CellID: "c", Zone: "z"}}, nil
 }
