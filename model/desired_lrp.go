@@ -49,6 +49,9 @@ func (d *DesiredLRP) Validate() error {
 	if err := d.Routes.Validate(); err != nil {
 		return err
 	}
+	if err := validateMetricTags(d.MetricTags, d.MetricsGUID); err != nil {
+		return err
+	}
 	return d.LRPDefinition.Validate()
 }
 
@@ -98,6 +101,17 @@ type DesiredLRPUpdate struct {
 	Annotation *string                     `json:"annotation,omitempty"`
 	MetricTags *map[string]json.RawMessage `json:"metric_tags,omitempty"`
 	Definition *LRPDefinition              `json:"definition,omitempty"`
+	// ActiveDefinition, which only the BBS protocol sets, replaces the stored protobuf of the
+	// LRP's active definition (BBS updates image credentials in place). It names the
+	// definition it was made from: should another be active by then, the update is refused as
+	// a conflict.
+	ActiveDefinition *DefinitionProtobuf `json:"-"`
+}
+
+// DefinitionProtobuf is the protobuf of one definition of an LRP (LRPDefinition.Protobuf).
+type DefinitionProtobuf struct {
+	DefinitionID string
+	Protobuf     []byte
 }
 
 // Validate checks each field that is present.
@@ -114,6 +128,11 @@ func (u *DesiredLRPUpdate) Validate() error {
 	}
 	if u.Routes != nil {
 		if err := u.Routes.Validate(); err != nil {
+			return err
+		}
+	}
+	if u.MetricTags != nil {
+		if err := validateMetricTags(*u.MetricTags, ""); err != nil {
 			return err
 		}
 	}
@@ -144,16 +163,23 @@ type DesiredLRPSchedulingInfo struct {
 	RootFS               string          `json:"rootfs"`
 	MemoryMB             int32           `json:"memory_mb"`
 	DiskMB               int32           `json:"disk_mb"`
+	MaxPids              int32           `json:"max_pids,omitempty"`
 	PlacementTags        []string        `json:"placement_tags,omitempty"`
+	// VolumeDrivers are the drivers of the definition's volume mounts: a cell must offer
+	// them to run an instance.
+	VolumeDrivers []string `json:"volume_drivers,omitempty"`
 }
 
 // DesiredLRPFilter narrows a list of DesiredLRPs or LRPDeployments; empty fields match all.
 type DesiredLRPFilter struct {
 	Domain       string   `json:"domain,omitempty"`
 	ProcessGUIDs []string `json:"process_guids,omitempty"`
+	// AppGUIDs match the process guids that start with any of them (Cloud Controller's
+	// process guids are "<app guid>-<version>").
+	AppGUIDs []string `json:"app_guids,omitempty"`
 }
 
-// Validate checks the guids named by the filter.
+// Validate checks the guids named by the filter (app guids are prefixes: any string).
 func (f *DesiredLRPFilter) Validate() error {
 	for _, g := range f.ProcessGUIDs {
 		if err := ValidateGUID("process_guids[]", g); err != nil {

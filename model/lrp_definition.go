@@ -31,6 +31,12 @@ type LRPDefinition struct {
 	VolumeMounts       json.RawMessage       `json:"volume_mounts,omitempty"`
 	Network            json.RawMessage       `json:"network,omitempty"`
 	PlacementTags      []string              `json:"placement_tags,omitempty"`
+	MaxPids            int32                 `json:"max_pids,omitempty"`
+	// Protobuf is the definition as a BBS-protocol client sent it (a protobuf LRPDefinition
+	// without its id), kept so that the protocol answers with every field it was given,
+	// those this model has no place for included; the fields above are filled from it. Nil
+	// for a definition created through the JSON API. Only package protocol reads it.
+	Protobuf []byte `json:"-"`
 }
 
 // EnvironmentVariable is one NAME=value pair given to an instance.
@@ -109,6 +115,9 @@ func (d *LRPDefinition) Validate() error {
 	}
 	if d.DiskMB < 0 {
 		return invalid("disk_mb must be >= 0")
+	}
+	if d.MaxPids < 0 {
+		return invalid("max_pids must be >= 0")
 	}
 	if d.CPUWeight > MaxCPUWeight {
 		return invalid("cpu_weight must be <= %d", MaxCPUWeight)
