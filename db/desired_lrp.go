@@ -18,6 +18,7 @@ type desiredRow struct {
 	Domain               string         `db:"domain"`
 	Instances            int32          `db:"instances"`
 	Routes               jsonText       `db:"routes"`
+	RoutesExact          []byte         `db:"routes_exact"`
 	Annotation           string         `db:"annotation"`
 	MetricTags           jsonText       `db:"metric_tags"`
 	ActiveDefinitionID   string         `db:"active_definition_id"`
@@ -27,7 +28,7 @@ type desiredRow struct {
 	ModificationIndex    uint32         `db:"modification_index"`
 }
 
-const desiredColumns = `l.process_guid, l.domain, l.instances, l.routes, l.annotation, l.metric_tags,
+const desiredColumns = `l.process_guid, l.domain, l.instances, l.routes, l.routes_exact, l.annotation, l.metric_tags,
     l.active_definition_id, l.healthy_definition_id, l.previous_definition_id,
     l.modification_epoch, l.modification_index`
 
@@ -37,23 +38,26 @@ type desiredWithDefinition struct {
 	Def definitionRow `db:"def"`
 }
 
-const desiredWithActiveDefinition = `SELECT ` + desiredColumns + `,
-    d.process_guid AS "def.process_guid", d.definition_id AS "def.definition_id",
-    d.rootfs AS "def.rootfs", d.memory_mb AS "def.memory_mb", d.disk_mb AS "def.disk_mb",
-    d.log_guid AS "def.log_guid", d.placement_tags AS "def.placement_tags", d.run_info AS "def.run_info"
+const desiredWithActiveDefinition = `SELECT ` + desiredColumns + `, ` + definitionAsDef + `
 FROM desired_lrps l
 JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.definition_id = l.active_definition_id`
 
-// filterClause selects LRPs (alias l) by domain and process guids; $1 and $2 are the filter.
+// filterClause selects LRPs (alias l) by domain, process guids and app guids (prefixes of
+// process guids); $1 to $3 are the filter.
 const filterClause = ` WHERE ($1 = '' OR l.domain = $1)
-    AND (cardinality($2::text[]) = 0 OR l.process_guid = ANY($2))`
+    AND (cardinality($2::text[]) = 0 OR l.process_guid = ANY($2))
+    AND (cardinality($3::text[]) = 0 OR EXISTS (
+        SELECT 1 FROM unnest($3::text[]) AS a(guid) WHERE starts_with(l.process_guid, a.guid)))`
 
 func filterArgs(f model.DesiredLRPFilter) []any {
-	guids := f.ProcessGUIDs
-	if guids == nil {
-		guids = []string{}
+	return []any{f.Domain, pq.StringArray(nonNil(f.ProcessGUIDs)), pq.StringArray(nonNil(f.AppGUIDs))}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
 	}
-	return []any{f.Domain, pq.StringArray(guids)}
+	return s
 }
 
 func (r *desiredRow) tag() model.ModificationTag {
@@ -63,7 +67,16 @@ func (r *desiredRow) tag() model.ModificationTag {
 func (r *desiredRow) routesAndTags() (model.Routes, map[string]json.RawMessage, error) {
 	var routes model.Routes
 	var tags map[string]json.RawMessage
-	if err := json.Unmarshal(r.Routes, &routes); err != nil {
+	if r.RoutesExact != nil {
+		var exact map[string][]byte
+		if err := json.Unmarshal(r.RoutesExact, &exact); err != nil {
+			return nil, nil, fmt.Errorf("decode routes of %s: %w", r.ProcessGUID, err)
+		}
+		routes = make(model.Routes, len(exact))
+		for name, v := range exact {
+			routes[name] = v
+		}
+	} else if err := json.Unmarshal(r.Routes, &routes); err != nil {
 		return nil, nil, fmt.Errorf("decode routes of %s: %w", r.ProcessGUID, err)
 	}
 	if err := json.Unmarshal(r.MetricTags, &tags); err != nil {
@@ -107,6 +120,22 @@ func marshalJSONMap[T any](m map[string]T) (jsonText, error) {
 	return json.Marshal(m)
 }
 
+// encodeRoutes is routes as its two columns: the JSON document (routes), which re-encoding
+// compacts and escapes, and the values byte for byte (routes_exact), which the BBS protocol
+// answers with (Cloud Controller copies the diego-ssh value back on every update).
+func encodeRoutes(routes model.Routes) (jsonText, []byte, error) {
+	doc, err := marshalJSONMap(routes)
+	if err != nil {
+		return nil, nil, err
+	}
+	exact := make(map[string][]byte, len(routes))
+	for name, v := range routes {
+		exact[name] = v
+	}
+	b, err := json.Marshal(exact)
+	return doc, b, err
+}
+
 // DesireLRP stores a new LRP, its first definition, and an UNCLAIMED instance for each index,
 // in one transaction. A missing definition id becomes the process guid (seed 000).
 func (s *Store) DesireLRP(ctx context.Context, in *model.DesiredLRP) (*model.DesiredLRP, error) {
@@ -116,7 +145,7 @@ func (s *Store) DesireLRP(ctx context.Context, in *model.DesiredLRP) (*model.Des
 	}
 	d.PreviousDefinitionID = ""
 	d.ModificationTag = model.ModificationTag{Epoch: uuid.NewString()}
-	routes, err := marshalJSONMap(d.Routes)
+	routes, routesExact, err := encodeRoutes(d.Routes)
 	if err != nil {
 		return nil, err
 	}
@@ -130,10 +159,10 @@ func (s *Store) DesireLRP(ctx context.Context, in *model.DesiredLRP) (*model.Des
 	}
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
 		_, err := tx.ExecContext(ctx, `
-INSERT INTO desired_lrps (process_guid, domain, instances, routes, annotation, metric_tags,
+INSERT INTO desired_lrps (process_guid, domain, instances, routes, routes_exact, annotation, metric_tags,
     active_definition_id, modification_epoch)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			d.ProcessGUID, d.Domain, d.Instances, routes, d.Annotation, tags, d.DefinitionID, d.ModificationTag.Epoch)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			d.ProcessGUID, d.Domain, d.Instances, routes, routesExact, d.Annotation, tags, d.DefinitionID, d.ModificationTag.Epoch)
 		if model.IsType(mapError(err), model.ErrResourceExists) {
 			return model.Errorf(model.ErrResourceExists, "desired LRP %q already exists", d.ProcessGUID)
 		}
@@ -183,58 +212,6 @@ func (s *Store) DesiredLRPs(ctx context.Context, f model.DesiredLRPFilter) ([]mo
 			return nil, err
 		}
 		out = append(out, *d)
-	}
-	return out, nil
-}
-
-// schedulingRow is the scheduling part of an LRP and its active definition.
-type schedulingRow struct {
-	desiredRow
-	RootFS        string         `db:"rootfs"`
-	MemoryMB      int32          `db:"memory_mb"`
-	DiskMB        int32          `db:"disk_mb"`
-	LogGUID       string         `db:"log_guid"`
-	PlacementTags pq.StringArray `db:"placement_tags"`
-}
-
-// DesiredLRPSchedulingInfos lists what placement needs of the matching LRPs, without reading
-// any run info.
-func (s *Store) DesiredLRPSchedulingInfos(ctx context.Context, f model.DesiredLRPFilter) ([]model.DesiredLRPSchedulingInfo, error) {
-	var rows []schedulingRow
-	err := s.db.SelectContext(ctx, &rows, `SELECT `+desiredColumns+`,
-    d.rootfs, d.memory_mb, d.disk_mb, d.log_guid, d.placement_tags
-FROM desired_lrps l
-JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.definition_id = l.active_definition_id`+
-		filterClause+` ORDER BY l.process_guid`, filterArgs(f)...)
-	if err != nil {
-		return nil, mapError(err)
-	}
-	out := make([]model.DesiredLRPSchedulingInfo, 0, len(rows))
-	for i := range rows {
-		r := &rows[i]
-		routes, _, err := r.routesAndTags()
-		if err != nil {
-			return nil, err
-		}
-		info := model.DesiredLRPSchedulingInfo{
-			ProcessGUID:          r.ProcessGUID,
-			Domain:               r.Domain,
-			LogGUID:              r.LogGUID,
-			Instances:            r.Instances,
-			Routes:               routes,
-			Annotation:           r.Annotation,
-			ModificationTag:      r.tag(),
-			DefinitionID:         r.ActiveDefinitionID,
-			PreviousDefinitionID: r.PreviousDefinitionID.String,
-			HealthyDefinitionID:  r.HealthyDefinitionID.String,
-			RootFS:               r.RootFS,
-			MemoryMB:             r.MemoryMB,
-			DiskMB:               r.DiskMB,
-		}
-		if len(r.PlacementTags) > 0 {
-			info.PlacementTags = r.PlacementTags
-		}
-		out = append(out, info)
 	}
 	return out, nil
 }
@@ -304,7 +281,7 @@ func (s *Store) applyUpdate(ctx context.Context, tx *sqlx.Tx, row *desiredRow, u
 		set.Annotation = *u.Annotation
 	}
 	if u.Routes != nil {
-		if set.Routes, err = marshalJSONMap(*u.Routes); err != nil {
+		if set.Routes, set.RoutesExact, err = encodeRoutes(*u.Routes); err != nil {
 			return nil, err
 		}
 	}
@@ -314,10 +291,20 @@ func (s *Store) applyUpdate(ctx context.Context, tx *sqlx.Tx, row *desiredRow, u
 		}
 	}
 	if _, err := tx.ExecContext(ctx, `
-UPDATE desired_lrps SET instances = $2, routes = $3, annotation = $4, metric_tags = $5,
+UPDATE desired_lrps SET instances = $2, routes = $3, routes_exact = $4, annotation = $5, metric_tags = $6,
     modification_index = modification_index + 1, updated_at = now()
-WHERE process_guid = $1`, row.ProcessGUID, set.Instances, set.Routes, set.Annotation, set.MetricTags); err != nil {
+WHERE process_guid = $1`, row.ProcessGUID, set.Instances, set.Routes, set.RoutesExact, set.Annotation, set.MetricTags); err != nil {
 		return nil, err
+	}
+	if a := u.ActiveDefinition; a != nil {
+		if a.DefinitionID != row.ActiveDefinitionID {
+			return nil, model.Errorf(model.ErrResourceConflict, "LRP %q changed its active definition to %q meanwhile; retry",
+				row.ProcessGUID, row.ActiveDefinitionID)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE lrp_definitions SET protobuf = $3 WHERE process_guid = $1 AND definition_id = $2`,
+			row.ProcessGUID, a.DefinitionID, a.Protobuf); err != nil {
+			return nil, err
+		}
 	}
 	var created, removed []model.ActualLRP
 	if set.Instances > row.Instances {

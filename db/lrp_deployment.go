@@ -21,10 +21,7 @@ func (s *Store) LRPDeploymentByProcessGUID(ctx context.Context, guid string) (*m
 // LRPDeployments lists the matching LRPs with their live definitions, ordered by process guid.
 func (s *Store) LRPDeployments(ctx context.Context, f model.DesiredLRPFilter) ([]model.LRPDeployment, error) {
 	var rows []desiredWithDefinition
-	err := s.db.SelectContext(ctx, &rows, `SELECT `+desiredColumns+`,
-    d.process_guid AS "def.process_guid", d.definition_id AS "def.definition_id",
-    d.rootfs AS "def.rootfs", d.memory_mb AS "def.memory_mb", d.disk_mb AS "def.disk_mb",
-    d.log_guid AS "def.log_guid", d.placement_tags AS "def.placement_tags", d.run_info AS "def.run_info"
+	err := s.db.SelectContext(ctx, &rows, `SELECT `+desiredColumns+`, `+definitionAsDef+`
 FROM desired_lrps l
 JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.live`+
 		filterClause+` ORDER BY l.process_guid, d.created_at, d.definition_id`, filterArgs(f)...)
