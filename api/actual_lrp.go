@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 
+	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/model"
 )
 
@@ -18,8 +19,8 @@ type ActualLRPStore interface {
 // actualLRPHandlers serve the instance routes of API clients; the cells' own are
 // lifecycleHandlers.
 type actualLRPHandlers struct {
-	store   ActualLRPStore
-	stopper *instanceStopper
+	store ActualLRPStore
+	lrps  *lrps.Service
 }
 
 type actualLRPFilterRequest struct {
@@ -154,7 +155,7 @@ func (h *actualLRPHandlers) retireActualLRP(ctx context.Context, req *retireRequ
 		return emptyResponse{}, err
 	}
 	if toStop != nil {
-		h.stopper.stop(ctx, []model.ActualLRP{*toStop})
+		h.lrps.Stop(ctx, []model.ActualLRP{*toStop})
 	}
 	return emptyResponse{}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/model"
 )
 
@@ -17,12 +18,11 @@ type DesiredLRPStore interface {
 	RemoveDesiredLRP(ctx context.Context, guid string) (*db.RemoveResult, error)
 }
 
-// desiredLRPHandlers serve the desired LRP routes. A definition change goes through
-// rollouts; scaling down and removing hand the instances to stop to the stopper.
+// desiredLRPHandlers serve the desired LRP routes. The changes go through lrps, which starts
+// rollouts for definition changes and stops the instances a scale-down or a removal retires.
 type desiredLRPHandlers struct {
-	store    DesiredLRPStore
-	rollouts *rolloutHandlers
-	stopper  *instanceStopper
+	store DesiredLRPStore
+	lrps  *lrps.Service
 }
 
 type desireLRPRequest struct {
@@ -107,44 +107,22 @@ func (h *desiredLRPHandlers) listSchedulingInfos(ctx context.Context, req *desir
 	return schedulingInfosResponse{SchedulingInfos: infos}, err
 }
 
+// updateDesiredLRP applies the update; a definition starts a rolling update (seed 001:
+// UpdateInProgress while one runs).
 func (h *desiredLRPHandlers) updateDesiredLRP(ctx context.Context, req *updateDesiredLRPRequest) (desiredLRPResponse, error) {
-	d, err := h.update(ctx, req.ProcessGUID, req.Update, false)
+	d, err := h.lrps.Update(ctx, req.ProcessGUID, req.Update, false)
 	return desiredLRPResponse{DesiredLRP: d}, err
-}
-
-// update applies u to the LRP of guid and returns it as changed. Seed 001: a definition
-// update starts a rolling update (UpdateInProgress if one runs, unless supersede); any other
-// change is made at once, and the instances a scale-down retires are stopped.
-func (h *desiredLRPHandlers) update(ctx context.Context, guid string, u *model.DesiredLRPUpdate, supersede bool) (*model.DesiredLRP, error) {
-	if u.Definition != nil {
-		st, err := h.rollouts.start(ctx, db.RolloutRequest{ProcessGUID: guid, Kind: model.RolloutKindUpdate,
-			Definition: u.Definition, Update: withoutDefinition(u), Supersede: supersede})
-		if err != nil {
-			return nil, err
-		}
-		return st.Desired, nil
-	}
-	res, err := h.store.UpdateDesiredLRP(ctx, guid, u)
-	if err != nil {
-		return nil, err
-	}
-	h.stopper.stop(ctx, res.ToStop)
-	return res.After, nil
 }
 
 // cancelUpdate walks the updated instances back to the previous definition (seed 001).
 func (h *desiredLRPHandlers) cancelUpdate(ctx context.Context, req *processGUIDRequest) (rolloutResponse, error) {
-	d, err := h.store.DesiredLRPByProcessGUID(ctx, req.ProcessGUID)
-	if err != nil {
-		return rolloutResponse{}, err
-	}
-	r, err := h.rollouts.cancel(ctx, req.ProcessGUID, d.Domain)
+	r, err := h.lrps.CancelUpdate(ctx, req.ProcessGUID)
 	return rolloutResponse{Rollout: r}, err
 }
 
 // rollback rolls the LRP to a stored earlier definition (seed 001).
 func (h *desiredLRPHandlers) rollback(ctx context.Context, req *rollbackRequest) (desiredLRPResponse, error) {
-	st, err := h.rollouts.start(ctx, db.RolloutRequest{ProcessGUID: req.ProcessGUID, Kind: model.RolloutKindRollback,
+	st, err := h.lrps.StartRollout(ctx, db.RolloutRequest{ProcessGUID: req.ProcessGUID, Kind: model.RolloutKindRollback,
 		DefinitionID: req.DefinitionID})
 	if err != nil {
 		return desiredLRPResponse{}, err
@@ -153,15 +131,5 @@ func (h *desiredLRPHandlers) rollback(ctx context.Context, req *rollbackRequest)
 }
 
 func (h *desiredLRPHandlers) removeDesiredLRP(ctx context.Context, req *processGUIDRequest) (emptyResponse, error) {
-	return emptyResponse{}, h.remove(ctx, req.ProcessGUID)
-}
-
-// remove deletes the LRP of guid and stops its instances that cells hold.
-func (h *desiredLRPHandlers) remove(ctx context.Context, guid string) error {
-	res, err := h.store.RemoveDesiredLRP(ctx, guid)
-	if err != nil {
-		return err
-	}
-	h.stopper.stop(ctx, res.ToStop)
-	return nil
+	return emptyResponse{}, h.lrps.Remove(ctx, req.ProcessGUID)
 }

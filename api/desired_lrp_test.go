@@ -19,7 +19,9 @@ var (
 	definitionFields = []string{"definition_id", "rootfs", "env", "setup", "action", "monitor",
 		"check_definition", "start_timeout_ms", "memory_mb", "disk_mb", "cpu_weight", "privileged",
 		"ports", "log_source", "log_guid", "metrics_guid", "egress_rules", "cached_dependencies",
-		"volume_mounts", "network", "placement_tags"}
+		"volume_mounts", "network", "placement_tags",
+		// BBS's, beside API.md's (where this page is silent, follow BBS).
+		"max_pids"}
 	desiredLRPRequired = []string{"process_guid", "domain", "instances", "modification_tag",
 		"definition_id", "rootfs", "action", "memory_mb", "disk_mb"}
 	// metric_tags is BBS's (API.md: where this page is silent, follow BBS).
@@ -31,7 +33,7 @@ var (
 	schedulingInfoRequired = []string{"process_guid", "domain", "instances", "modification_tag",
 		"definition_id", "rootfs", "memory_mb", "disk_mb"}
 	schedulingInfoAllowed = []string{"log_guid", "routes", "annotation", "previous_definition_id",
-		"healthy_definition_id", "placement_tags"}
+		"healthy_definition_id", "placement_tags", "max_pids", "volume_drivers"}
 )
 
 // fullLRP is a DesiredLRP with every definition field of API.md set.

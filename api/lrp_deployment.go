@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/model"
 )
 
@@ -17,9 +18,9 @@ type LRPDeploymentStore interface {
 // lrpDeploymentHandlers serve the LRP deployment routes: a deployment is a desired LRP seen
 // with its map of definitions, so it is created, updated and deleted as one, and read back.
 type lrpDeploymentHandlers struct {
-	store    LRPDeploymentStore
-	desired  *desiredLRPHandlers
-	rollouts *rolloutHandlers
+	store   LRPDeploymentStore
+	desired DesiredLRPStore
+	lrps    *lrps.Service
 }
 
 type createLRPDeploymentRequest struct {
@@ -58,7 +59,7 @@ type lrpDeploymentsResponse struct {
 }
 
 func (h *lrpDeploymentHandlers) createLRPDeployment(ctx context.Context, req *createLRPDeploymentRequest) (lrpDeploymentResponse, error) {
-	if _, err := h.desired.store.DesireLRP(ctx, req.desired); err != nil {
+	if _, err := h.desired.DesireLRP(ctx, req.desired); err != nil {
 		return lrpDeploymentResponse{}, err
 	}
 	return h.get(ctx, req.desired.ProcessGUID)
@@ -67,7 +68,7 @@ func (h *lrpDeploymentHandlers) createLRPDeployment(ctx context.Context, req *cr
 // updateLRPDeployment changes the LRP; a new definition supersedes a rollout under way
 // (seed 000).
 func (h *lrpDeploymentHandlers) updateLRPDeployment(ctx context.Context, req *updateLRPDeploymentRequest) (lrpDeploymentResponse, error) {
-	if _, err := h.desired.update(ctx, req.ProcessGUID, req.update, true); err != nil {
+	if _, err := h.lrps.Update(ctx, req.ProcessGUID, req.update, true); err != nil {
 		return lrpDeploymentResponse{}, err
 	}
 	return h.get(ctx, req.ProcessGUID)
@@ -75,7 +76,7 @@ func (h *lrpDeploymentHandlers) updateLRPDeployment(ctx context.Context, req *up
 
 // activateLRPDeployment walks the LRP to a definition of its map (seed 000).
 func (h *lrpDeploymentHandlers) activateLRPDeployment(ctx context.Context, req *rollbackRequest) (lrpDeploymentResponse, error) {
-	if _, err := h.rollouts.start(ctx, db.RolloutRequest{ProcessGUID: req.ProcessGUID, Kind: model.RolloutKindActivate,
+	if _, err := h.lrps.StartRollout(ctx, db.RolloutRequest{ProcessGUID: req.ProcessGUID, Kind: model.RolloutKindActivate,
 		DefinitionID: req.DefinitionID, Supersede: true}); err != nil {
 		return lrpDeploymentResponse{}, err
 	}
@@ -83,7 +84,7 @@ func (h *lrpDeploymentHandlers) activateLRPDeployment(ctx context.Context, req *
 }
 
 func (h *lrpDeploymentHandlers) deleteLRPDeployment(ctx context.Context, req *processGUIDRequest) (emptyResponse, error) {
-	return emptyResponse{}, h.desired.remove(ctx, req.ProcessGUID)
+	return emptyResponse{}, h.lrps.Remove(ctx, req.ProcessGUID)
 }
 
 func (h *lrpDeploymentHandlers) lrpDeploymentByProcessGUID(ctx context.Context, req *processGUIDRequest) (lrpDeploymentResponse, error) {

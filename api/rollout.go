@@ -15,6 +15,12 @@ type RolloutStore interface {
 	StartRollout(ctx context.Context, req db.RolloutRequest) (*db.RolloutStart, error)
 }
 
+// rolloutHandlers serve the rollout routes, which read rollouts; the changes that start or
+// cancel one are the desired LRP and LRP deployment routes' (through lrps.Service).
+type rolloutHandlers struct {
+	store RolloutStore
+}
+
 type rolloutFilterRequest struct {
 	model.RolloutFilter
 }

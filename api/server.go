@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/model"
 	"go.uber.org/zap"
 )
@@ -35,13 +36,13 @@ type Store interface {
 
 // Server serves the HTTP API.
 type Server struct {
-	pinger   Pinger
-	log      *zap.Logger
-	metrics  *metrics
-	events   EventSource
-	rollouts *rolloutHandlers // WithRollouts gives it the workflows
-	ready    atomic.Bool
-	router   chi.Router
+	pinger  Pinger
+	log     *zap.Logger
+	metrics *metrics
+	events  EventSource
+	lrps    *lrps.Service // WithRollouts gives it the workflows
+	ready   atomic.Bool
+	router  chi.Router
 }
 
 // NewServer builds the API over store. stopper may be nil while no cell can run instances;
@@ -50,15 +51,13 @@ type Server struct {
 func NewServer(store Store, stopper Stopper, log *zap.Logger) *Server {
 	log = log.Named("api")
 	s := &Server{pinger: store, log: log, metrics: newMetrics()}
-	stops := &instanceStopper{stopper: stopper, log: log}
-	s.rollouts = &rolloutHandlers{store: store, stopper: stops, log: log}
-	desired := &desiredLRPHandlers{store: store, rollouts: s.rollouts, stopper: stops}
+	s.lrps = lrps.NewService(store, stopper, log)
 	s.router = s.routes(routeHandlers{
 		domains:     &domainHandlers{store: store},
-		desired:     desired,
-		deployments: &lrpDeploymentHandlers{store: store, desired: desired, rollouts: s.rollouts},
-		actual:      &actualLRPHandlers{store: store, stopper: stops},
-		rollouts:    s.rollouts,
+		desired:     &desiredLRPHandlers{store: store, lrps: s.lrps},
+		deployments: &lrpDeploymentHandlers{store: store, desired: store, lrps: s.lrps},
+		actual:      &actualLRPHandlers{store: store, lrps: s.lrps},
+		rollouts:    &rolloutHandlers{store: store},
 		cells:       &cellHandlers{store: store},
 		lifecycle:   &lifecycleHandlers{store: store, log: log},
 		evacuation:  &evacuationHandlers{store: store},
