@@ -2,6 +2,7 @@ package protocol_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol"
 	"github.com/updatable-lrps/bbs/protocol/pb"
@@ -17,17 +19,27 @@ import (
 )
 
 // recordingStore is a store that keeps what is written, for the fuzzer: a request answered
-// with an error must have written nothing.
+// with an error must have written nothing, and what is written must pass the model's
+// validation. It holds one LRP, "app", whose definition came through the protocol (with its
+// protobuf), and lists a second one, "json", created through the JSON API (without).
 type recordingStore struct {
-	mu     sync.Mutex
-	writes int
+	mu      sync.Mutex
+	writes  int
+	invalid []error // model validation failures of what was written
+}
+
+func (s *recordingStore) write(validate func() error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes++
+	if err := validate(); err != nil {
+		s.invalid = append(s.invalid, err)
+	}
 }
 
 func (s *recordingStore) Ping(context.Context) error { return nil }
 func (s *recordingStore) UpsertDomain(_ context.Context, d model.Domain) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.writes++
+	s.write(func() error { return nil })
 	return nil
 }
 func (s *recordingStore) FreshDomains(context.Context) ([]string, error) {
@@ -37,16 +49,109 @@ func (s *recordingStore) Cells(context.Context) ([]model.CellPresence, error) {
 	return []model.CellPresence{{CellID: "c", Zone: "z"}}, nil
 }
 func (s *recordingStore) UpsertCell(context.Context, model.CellPresence, time.Duration) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.writes++
+	s.write(func() error { return nil })
 	return nil
 }
 func (s *recordingStore) RemoveCell(context.Context, string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.writes++
+	s.write(func() error { return nil })
 	return nil
+}
+
+// fuzzLRP is the store's LRP of guid: "app" with a protocol-written definition, "json" with
+// one from the JSON API.
+func fuzzLRP(guid string) *model.DesiredLRP {
+	d := &model.DesiredLRP{
+		ProcessGUID: guid, Domain: "cf-apps", Instances: 1,
+		Routes:          model.Routes{"diego-ssh": json.RawMessage(`{"container_port":2222}`)},
+		MetricTags:      map[string]json.RawMessage{"source_id": json.RawMessage(`{"static":"s"}`)},
+		ModificationTag: model.ModificationTag{Epoch: "e", Index: 1},
+		LRPDefinition: model.LRPDefinition{DefinitionID: guid, RootFS: "preloaded:cflinuxfs4", MemoryMB: 64,
+			Action:      &model.Action{Run: &model.RunAction{Path: "/bin/app", User: "vcap"}},
+			EgressRules: json.RawMessage(`[{"protocol":"tcp","destinations":["10.0.0.0/8"],"ports":[80]}]`)},
+	}
+	if guid == "app" {
+		b, _ := proto.Marshal(&pb.LRPDefinition{RootFs: "preloaded:cflinuxfs4", MemoryMb: 64, LegacyDownloadUser: "vcap",
+			Action: &pb.Action{RunAction: &pb.RunAction{Path: "/bin/app", User: "vcap"}},
+			ImageLayers: []*pb.ImageLayer{
+				{Url: "https://l/1", DestinationPath: "/", LayerType: pb.ImageLayer_SHARED, MediaType: pb.ImageLayer_TGZ},
+				{Url: "https://l/2", DestinationPath: "/x", LayerType: pb.ImageLayer_EXCLUSIVE, MediaType: pb.ImageLayer_TGZ,
+					DigestAlgorithm: pb.ImageLayer_SHA256, DigestValue: "abc"},
+			}})
+		d.Protobuf = b
+	}
+	return d
+}
+
+func (s *recordingStore) lookup(guid string) (*model.DesiredLRP, error) {
+	if guid != "app" {
+		return nil, model.Errorf(model.ErrResourceNotFound, "desired LRP %q not found", guid)
+	}
+	return fuzzLRP(guid), nil
+}
+
+func (s *recordingStore) DesireLRP(_ context.Context, d *model.DesiredLRP) (*model.DesiredLRP, error) {
+	if d.ProcessGUID == "app" {
+		return nil, model.Errorf(model.ErrResourceExists, "desired LRP %q already exists", d.ProcessGUID)
+	}
+	s.write(d.Validate)
+	return d, nil
+}
+func (s *recordingStore) DesiredLRPByProcessGUID(_ context.Context, guid string) (*model.DesiredLRP, error) {
+	return s.lookup(guid)
+}
+func (s *recordingStore) DesiredLRPs(context.Context, model.DesiredLRPFilter) ([]model.DesiredLRP, error) {
+	return []model.DesiredLRP{*fuzzLRP("app"), *fuzzLRP("json")}, nil
+}
+func (s *recordingStore) DesiredLRPRoutingInfos(ctx context.Context, f model.DesiredLRPFilter) ([]model.DesiredLRP, error) {
+	return s.DesiredLRPs(ctx, f)
+}
+func (s *recordingStore) DesiredLRPSchedulingInfos(context.Context, model.DesiredLRPFilter) ([]model.DesiredLRPSchedulingInfo, error) {
+	return []model.DesiredLRPSchedulingInfo{{ProcessGUID: "app", Domain: "cf-apps", RootFS: "preloaded:cflinuxfs4",
+		VolumeDrivers: []string{"nfs"}, Routes: model.Routes{"r": json.RawMessage(`[]`)}}}, nil
+}
+func (s *recordingStore) UpdateDesiredLRP(_ context.Context, guid string, u *model.DesiredLRPUpdate) (*db.UpdateResult, error) {
+	before, err := s.lookup(guid)
+	if err != nil {
+		return nil, err
+	}
+	s.write(u.Validate)
+	return &db.UpdateResult{Before: before, After: before}, nil
+}
+func (s *recordingStore) RemoveDesiredLRP(_ context.Context, guid string) (*db.RemoveResult, error) {
+	d, err := s.lookup(guid)
+	if err != nil {
+		return nil, err
+	}
+	s.write(func() error { return nil })
+	return &db.RemoveResult{Removed: d}, nil
+}
+func (s *recordingStore) RolloutByProcessGUID(_ context.Context, guid string) (*model.Rollout, error) {
+	return nil, model.Errorf(model.ErrResourceNotFound, "no rollout of %q", guid)
+}
+func (s *recordingStore) StartRollout(_ context.Context, req db.RolloutRequest) (*db.RolloutStart, error) {
+	d, err := s.lookup(req.ProcessGUID)
+	if err != nil {
+		return nil, err
+	}
+	s.write(func() error {
+		if req.Definition != nil {
+			return req.Definition.Validate()
+		}
+		return nil
+	})
+	return &db.RolloutStart{Rollout: &model.Rollout{ProcessGUID: req.ProcessGUID, ToDefinitionID: req.DefinitionID}, Desired: d}, nil
+}
+func (s *recordingStore) LRPDeploymentByProcessGUID(_ context.Context, guid string) (*model.LRPDeployment, error) {
+	d, err := s.lookup(guid)
+	if err != nil {
+		return nil, err
+	}
+	return &model.LRPDeployment{ProcessGUID: guid, Domain: d.Domain, ActiveDefinitionID: guid,
+		Definitions: map[string]model.LRPDefinition{guid: d.LRPDefinition, "old": fuzzLRP("json").LRPDefinition}}, nil
+}
+func (s *recordingStore) LRPDeployments(ctx context.Context, _ model.DesiredLRPFilter) ([]model.LRPDeployment, error) {
+	d, err := s.LRPDeploymentByProcessGUID(ctx, "app")
+	return []model.LRPDeployment{*d}, err
 }
 
 // fuzzRoutes are the routes the fuzzer posts to, with the message each answers.
@@ -58,6 +163,62 @@ var fuzzRoutes = []struct {
 	{"/v1/domains/list", func() proto.Message { return &pb.DomainsResponse{} }},
 	{"/v1/domains/upsert", func() proto.Message { return &pb.UpsertDomainResponse{} }},
 	{"/v1/cells/list.r1", func() proto.Message { return &pb.CellsResponse{} }},
+	{"/v1/desired_lrp/desire.r2", func() proto.Message { return &pb.DesiredLRPLifecycleResponse{} }},
+	{"/v1/desired_lrps/get_by_process_guid.r3", func() proto.Message { return &pb.DesiredLRPResponse{} }},
+	{"/v1/desired_lrps/get_by_process_guid.r2", func() proto.Message { return &pb.DesiredLRPResponse{} }},
+	{"/v1/desired_lrps/list.r3", func() proto.Message { return &pb.DesiredLRPsResponse{} }},
+	{"/v1/desired_lrps/list.r2", func() proto.Message { return &pb.DesiredLRPsResponse{} }},
+	{"/v1/desired_lrp_scheduling_infos/list", func() proto.Message { return &pb.DesiredLRPSchedulingInfosResponse{} }},
+	{"/v1/desired_lrp_scheduling_infos/get_by_process_guid", func() proto.Message { return &pb.DesiredLRPSchedulingInfoByProcessGuidResponse{} }},
+	{"/v1/desired_lrp_routing_infos/list", func() proto.Message { return &pb.DesiredLRPsResponse{} }},
+	{"/v1/desired_lrp/update", func() proto.Message { return &pb.DesiredLRPLifecycleResponse{} }},
+	{"/v1/desired_lrp/remove", func() proto.Message { return &pb.DesiredLRPLifecycleResponse{} }},
+	{"/v1/desired_lrp/cancel_update", func() proto.Message { return &pb.DesiredLRPLifecycleResponse{} }},
+	{"/v1/desired_lrp/rollback", func() proto.Message { return &pb.DesiredLRPLifecycleResponse{} }},
+	{"/v1/lrp_deployments/create", func() proto.Message { return &pb.LRPDeploymentLifecycleResponse{} }},
+	{"/v1/lrp_deployments/update", func() proto.Message { return &pb.LRPDeploymentLifecycleResponse{} }},
+	{"/v1/lrp_deployments/activate", func() proto.Message { return &pb.LRPDeploymentLifecycleResponse{} }},
+	{"/v1/lrp_deployments/delete", func() proto.Message { return &pb.LRPDeploymentLifecycleResponse{} }},
+	{"/v1/lrp_deployments/get_by_process_guid", func() proto.Message { return &pb.LRPDeploymentResponse{} }},
+	{"/v1/lrp_deployments/list", func() proto.Message { return &pb.LRPDeploymentsResponse{} }},
+}
+
+// fuzzRoute is the index of path in fuzzRoutes, for the seeds.
+func fuzzRoute(path string) uint8 {
+	for i, r := range fuzzRoutes {
+		if r.path == path {
+			return uint8(i)
+		}
+	}
+	panic("no fuzz route " + path)
+}
+
+// fuzzSeeds are valid requests of the desired-LRP routes, which the fuzzer mutates.
+func fuzzSeeds() map[string][]proto.Message {
+	instances, annotation := int32(3), "2"
+	lrp := func(guid string) *pb.DesiredLRP {
+		return &pb.DesiredLRP{ProcessGuid: guid, Domain: "cf-apps", RootFs: "preloaded:cflinuxfs4", Instances: 1,
+			Action:     &pb.Action{RunAction: &pb.RunAction{Path: "/bin/app", User: "vcap"}},
+			MetricTags: map[string]*pb.MetricTagValue{"source_id": {Static: guid}, "i": {Dynamic: pb.MetricTagValue_INDEX}},
+			Routes:     &pb.ProtoRoutes{Routes: map[string][]byte{"cf-router": []byte(`[]`)}}}
+	}
+	def := &pb.LRPDefinition{DefinitionId: "v2", RootFs: "preloaded:cflinuxfs4",
+		Action: &pb.Action{RunAction: &pb.RunAction{Path: "/bin/app", User: "vcap"}}}
+	return map[string][]proto.Message{
+		"/v1/desired_lrp/desire.r2": {&pb.DesireLRPRequest{DesiredLrp: lrp("new")}},
+		"/v1/desired_lrp/update": {
+			&pb.UpdateDesiredLRPRequest{ProcessGuid: "app", Update: &pb.DesiredLRPUpdate{Instances: &instances, Annotation: &annotation,
+				Routes: &pb.ProtoRoutes{}, MetricTags: lrp("app").MetricTags}},
+			&pb.UpdateDesiredLRPRequest{ProcessGuid: "app", Update: &pb.DesiredLRPUpdate{Definition: def}},
+			&pb.UpdateDesiredLRPRequest{ProcessGuid: "app", Update: &pb.DesiredLRPUpdate{ImageUsername: &annotation, ImagePassword: &annotation}},
+		},
+		"/v1/desired_lrps/get_by_process_guid.r2": {&pb.DesiredLRPByProcessGuidRequest{ProcessGuid: "app"}},
+		"/v1/desired_lrp/rollback":                {&pb.RollbackDesiredLRPRequest{ProcessGuid: "app", DefinitionId: "old"}},
+		"/v1/lrp_deployments/create": {&pb.CreateLRPDeploymentRequest{LrpDeploymentDefinition: &pb.LRPDeploymentDefinition{
+			ProcessGuid: "new", Domain: "d", DefinitionId: "v1", Definition: def}}},
+		"/v1/lrp_deployments/update": {&pb.UpdateLRPDeploymentRequest{ProcessGuid: "app", Update: &pb.LRPDeploymentUpdate{
+			DefinitionId: &def.DefinitionId, Definition: def}}},
+	}
 }
 
 // FuzzRequests posts arbitrary bytes to every route: the answer is always a 200 protobuf
@@ -70,10 +231,19 @@ func FuzzRequests(f *testing.F) {
 	f.Add(uint8(2), []byte{0x0a, 0x02, 0xc3, 0x28})
 	f.Add(uint8(0), []byte{0xff})
 	f.Add(uint8(3), []byte{0xf8, 0x3e, 0x01}) // an unknown field 999
+	for path, msgs := range fuzzSeeds() {
+		for _, m := range msgs {
+			b, err := proto.Marshal(m)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(fuzzRoute(path), b)
+		}
+	}
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		rt := fuzzRoutes[int(which)%len(fuzzRoutes)]
 		store := &recordingStore{}
-		s := protocol.NewServer(store, zap.NewNop())
+		s := protocol.NewServer(store, &recordingStopper{}, zap.NewNop()).WithRollouts(&recordingRollouts{})
 		s.MarkReady()
 		req := httptest.NewRequest(http.MethodPost, rt.path, strings.NewReader(string(body)))
 		w := httptest.NewRecorder()
@@ -84,6 +254,9 @@ func FuzzRequests(f *testing.F) {
 		resp := rt.resp()
 		if err := proto.Unmarshal(w.Body.Bytes(), resp); err != nil {
 			t.Fatalf("%s: answer does not decode as %T: %v", rt.path, resp, err)
+		}
+		if len(store.invalid) > 0 {
+			t.Fatalf("%s: wrote what the model's validation refuses: %v", rt.path, store.invalid)
 		}
 		if e, ok := resp.(interface{ GetError() *pb.Error }); ok && e.GetError() != nil {
 			if store.writes != 0 {

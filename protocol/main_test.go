@@ -20,21 +20,25 @@ import (
 // TestMain starts (once) the throwaway PostgreSQL that dbtest.NewStore clones databases from.
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-// server is the protocol listener over a fresh store, served over HTTP.
+// server is the protocol listener over a fresh store, served over HTTP, with the cells and
+// the rollout workflows recorded rather than reached.
 type server struct {
-	t     *testing.T
-	url   string
-	store *db.Store
+	t        *testing.T
+	url      string
+	store    *db.Store
+	stopper  *recordingStopper
+	rollouts *recordingRollouts
 }
 
 func newServer(t *testing.T) *server {
 	t.Helper()
 	store := dbtest.NewStore(t)
-	s := protocol.NewServer(store, zaptest.NewLogger(t))
+	stopper, rollouts := &recordingStopper{}, &recordingRollouts{}
+	s := protocol.NewServer(store, stopper, zaptest.NewLogger(t)).WithRollouts(rollouts)
 	s.MarkReady()
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
-	return &server{t: t, url: ts.URL, store: store}
+	return &server{t: t, url: ts.URL, store: store, stopper: stopper, rollouts: rollouts}
 }
 
 // postRaw posts body to path as BBS clients do and returns the raw answer.

@@ -7,4 +7,25 @@ func (s *Server) routes() {
 	route(s, "/v1/domains/list", s.domains)
 	route(s, "/v1/domains/upsert", s.upsertDomain)
 	route(s, "/v1/cells/list.r1", s.cells)
+
+	// Desired LRPs (BBS's routes, and seed 001's cancel_update and rollback) and seed 000's
+	// LRP deployments, on the JSON API's paths.
+	route(s, "/v1/desired_lrp/desire.r2", s.desireLRP)
+	route(s, "/v1/desired_lrps/get_by_process_guid.r3", v3(s.desiredLRPByProcessGUID))
+	route(s, "/v1/desired_lrps/get_by_process_guid.r2", v2(s.desiredLRPByProcessGUID))
+	route(s, "/v1/desired_lrps/list.r3", v3(s.desiredLRPs))
+	route(s, "/v1/desired_lrps/list.r2", v2(s.desiredLRPs))
+	route(s, "/v1/desired_lrp_scheduling_infos/list", s.schedulingInfos)
+	route(s, "/v1/desired_lrp_scheduling_infos/get_by_process_guid", s.schedulingInfoByProcessGUID)
+	route(s, "/v1/desired_lrp_routing_infos/list", s.routingInfos)
+	route(s, "/v1/desired_lrp/update", s.updateDesiredLRP)
+	route(s, "/v1/desired_lrp/remove", s.removeDesiredLRP)
+	route(s, "/v1/desired_lrp/cancel_update", s.cancelUpdate)
+	route(s, "/v1/desired_lrp/rollback", s.rollback)
+	route(s, "/v1/lrp_deployments/create", s.createLRPDeployment)
+	route(s, "/v1/lrp_deployments/update", s.updateLRPDeployment)
+	route(s, "/v1/lrp_deployments/activate", s.activateLRPDeployment)
+	route(s, "/v1/lrp_deployments/delete", s.deleteLRPDeployment)
+	route(s, "/v1/lrp_deployments/get_by_process_guid", s.lrpDeploymentByProcessGUID)
+	route(s, "/v1/lrp_deployments/list", s.lrpDeployments)
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/updatable-lrps/bbs/api"
+	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol/pb"
 	"go.uber.org/zap"
@@ -25,21 +26,35 @@ type Store interface {
 	api.Pinger
 	api.DomainStore
 	api.CellStore
+	DesiredLRPStore
 }
 
 // Server answers the BBS protocol.
 type Server struct {
 	store Store
+	// lrps makes the changes to LRPs the JSON API makes too, the same way (WithRollouts
+	// gives it the rollout workflows).
+	lrps  *lrps.Service
 	log   *zap.Logger
 	ready atomic.Bool
 	mux   *http.ServeMux
 }
 
-// NewServer builds the protocol server over store. It answers 503 with no body, as BBS does,
-// until MarkReady is called (after migrations).
-func NewServer(store Store, log *zap.Logger) *Server {
-	s := &Server{store: store, log: log.Named("bbs-protocol"), mux: http.NewServeMux()}
+// NewServer builds the protocol server over store, as api.NewServer builds the JSON API's:
+// stopper may be nil while no cell can run instances (stops are then left to convergence).
+// It answers 503 with no body, as BBS does, until MarkReady is called (after migrations).
+func NewServer(store Store, stopper lrps.Stopper, log *zap.Logger) *Server {
+	log = log.Named("bbs-protocol")
+	s := &Server{store: store, lrps: lrps.NewService(store, stopper, log), log: log, mux: http.NewServeMux()}
 	s.routes()
+	return s
+}
+
+// WithRollouts lets the server start rollouts (an update with a definition, cancel_update,
+// rollback, the LRP deployments' changes); without it those answer a bare 503. Call it
+// before serving.
+func (s *Server) WithRollouts(r lrps.Rollouts) *Server {
+	s.lrps.SetRollouts(r)
 	return s
 }
 

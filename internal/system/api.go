@@ -83,7 +83,8 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	}
 	var protocolServer *protocol.Server
 	if cfg.ProtocolListener != nil {
-		protocolServer = protocol.NewServer(cfg.Store, log)
+		protocolServer = protocol.NewServer(cfg.Store, stopper, log).
+			WithRollouts(cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue))
 		a.protocol = serveHTTP(cfg.ProtocolListener, cmp.Or(cfg.ProtocolScheme, "http"), protocolServer, log)
 	}
 	if err := cfg.Store.Migrate(ctx); err != nil {
