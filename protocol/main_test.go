@@ -10,6 +10,7 @@ import (
 
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/dbtest"
+	"github.com/updatable-lrps/bbs/internal/temporaltest"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol"
 	"github.com/updatable-lrps/bbs/protocol/pb"
@@ -17,8 +18,9 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// TestMain starts (once) the throwaway PostgreSQL that dbtest.NewStore clones databases from.
-func TestMain(m *testing.M) { dbtest.Main(m) }
+// TestMain starts (once) the throwaway PostgreSQL that dbtest.NewStore clones databases from,
+// and stops the Temporal dev server the rollout tests share, if they started it.
+func TestMain(m *testing.M) { dbtest.Main(m, temporaltest.StopShared) }
 
 // server is the protocol listener over a fresh store, served over HTTP, with the cells and
 // the rollout workflows recorded rather than reached.

@@ -85,6 +85,8 @@ type Cluster struct {
 	Stopper *cellapi.Stopper
 	BBS     *bbsclient.Client
 	URL     string
+	// ProtocolURL is where the API serves the BBS protocol (package protocol).
+	ProtocolURL string
 	// Temporal is the Temporal client (nil without Options.Temporal), and TaskQueue the queue
 	// of the cluster's worker.
 	Temporal  client.Client
@@ -138,8 +140,12 @@ func New(t testing.TB, opts Options) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	protocolLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	a, err := system.StartAPI(c.ctx, system.APIConfig{
-		Store: store, Listener: ln, Cells: cellapi.NewClient(nil),
+		Store: store, Listener: ln, ProtocolListener: protocolLn, Cells: cellapi.NewClient(nil),
 		Temporal: c.Temporal, TaskQueue: c.TaskQueue, Rollouts: rollouts,
 		Events: events.Options{GapWait: 200 * time.Millisecond, Poll: 200 * time.Millisecond},
 		Log:    log,
@@ -149,6 +155,7 @@ func New(t testing.TB, opts Options) *Cluster {
 	}
 	c.closers = append(c.closers, func() { a.Stop() })
 	c.URL = a.URL()
+	c.ProtocolURL = a.ProtocolURL()
 	c.BBS = bbsclient.New(c.URL, nil)
 
 	wcfg := system.WorkerConfig{
