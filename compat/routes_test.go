@@ -25,6 +25,17 @@ var served = map[string]bool{
 	bbs.DomainsRoute_r0:      true,
 	bbs.UpsertDomainRoute_r0: true,
 	bbs.CellsRoute_r0:        true,
+
+	bbs.DesireDesiredLRPRoute_r2:                 true,
+	bbs.DesiredLRPByProcessGuidRoute_r3:          true,
+	bbs.DesiredLRPByProcessGuidRoute_r2:          true,
+	bbs.DesiredLRPsRoute_r3:                      true,
+	bbs.DesiredLRPsRoute_r2:                      true,
+	bbs.DesiredLRPSchedulingInfosRoute_r0:        true,
+	bbs.DesiredLRPSchedulingInfoByProcessGuid_r0: true,
+	bbs.DesiredLRPRoutingInfosRoute_r0:           true,
+	bbs.UpdateDesiredLRPRoute_r0:                 true,
+	bbs.RemoveDesiredLRPRoute_r0:                 true,
 }
 
 // isEventStream says whether a route of the real client is one of BBS's SSE streams.
