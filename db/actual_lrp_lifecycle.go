@@ -217,7 +217,7 @@ func (s *Store) CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik m
 			if err := deleteInstance(ctx, tx, &before); err != nil {
 				return model.ActualLRP{}, err
 			}
-			return after, appendEvents(ctx, tx, event(model.EventActualLRPCrashed, after), event(model.EventActualLRPRemoved, before))
+			return after, appendEvents(ctx, tx, crashed(before, after), event(model.EventActualLRPRemoved, before))
 		}
 		// Seed 000: a restart outside the rolling walk uses the healthy definition — unless
 		// another instance holds this index (the walk is replacing it right now).
@@ -235,7 +235,7 @@ WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND prese
 		if err != nil {
 			return out, err
 		}
-		return out, appendEvents(ctx, tx, event(model.EventActualLRPCrashed, out), changed(model.EventActualLRPChanged, before, out))
+		return out, appendEvents(ctx, tx, crashed(before, out), changed(model.EventActualLRPChanged, before, out))
 	})
 }
 
