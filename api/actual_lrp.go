@@ -19,7 +19,7 @@ type ActualLRPStore interface {
 // lifecycleHandlers.
 type actualLRPHandlers struct {
 	store   ActualLRPStore
-	stopper *instanceStopper
+	retirer *Retirer
 }
 
 type actualLRPFilterRequest struct {
@@ -146,15 +146,8 @@ func (h *actualLRPHandlers) actualLRPGroupByProcessGUIDAndIndex(ctx context.Cont
 }
 
 func (h *actualLRPHandlers) retireActualLRP(ctx context.Context, req *retireRequest) (emptyResponse, error) {
-	toStop, err := h.store.RetireActualLRP(ctx, model.ActualLRPKey{
+	return emptyResponse{}, h.retirer.Retire(ctx, model.ActualLRPKey{
 		ProcessGUID: req.Key.ProcessGUID, DefinitionID: req.Key.DefinitionID,
 		Index: *req.Key.Index, Domain: req.Key.Domain,
 	})
-	if err != nil {
-		return emptyResponse{}, err
-	}
-	if toStop != nil {
-		h.stopper.stop(ctx, []model.ActualLRP{*toStop})
-	}
-	return emptyResponse{}, nil
 }
