@@ -25,21 +25,32 @@ type Store interface {
 	api.Pinger
 	api.DomainStore
 	api.CellStore
+	api.ActualLRPStore
 }
 
 // Server answers the BBS protocol.
 type Server struct {
-	store Store
-	log   *zap.Logger
-	ready atomic.Bool
-	mux   *http.ServeMux
+	store   Store
+	log     *zap.Logger
+	ready   atomic.Bool
+	mux     *http.ServeMux
+	retirer *api.Retirer
 }
 
 // NewServer builds the protocol server over store. It answers 503 with no body, as BBS does,
-// until MarkReady is called (after migrations).
+// until MarkReady is called (after migrations). Retired instances that need a stop are left
+// to convergence until WithStopper names who stops them.
 func NewServer(store Store, log *zap.Logger) *Server {
 	s := &Server{store: store, log: log.Named("bbs-protocol"), mux: http.NewServeMux()}
+	s.retirer = api.NewRetirer(store, nil, s.log)
 	s.routes()
+	return s
+}
+
+// WithStopper lets retire hand CLAIMED and RUNNING instances to their cells to stop, as the
+// JSON API's retire does.
+func (s *Server) WithStopper(stopper api.Stopper) *Server {
+	s.retirer = api.NewRetirer(s.store, stopper, s.log)
 	return s
 }
 

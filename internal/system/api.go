@@ -83,7 +83,7 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	}
 	var protocolServer *protocol.Server
 	if cfg.ProtocolListener != nil {
-		protocolServer = protocol.NewServer(cfg.Store, log)
+		protocolServer = protocol.NewServer(cfg.Store, log).WithStopper(stopper)
 		a.protocol = serveHTTP(cfg.ProtocolListener, cmp.Or(cfg.ProtocolScheme, "http"), protocolServer, log)
 	}
 	if err := cfg.Store.Migrate(ctx); err != nil {
