@@ -114,7 +114,19 @@ func (s recordingStopper) StopInstances(context.Context, []model.ActualLRP) erro
 	return nil
 }
 
-// fuzzRoutes are the routes the fuzzer calls, with the message each answers.
+// endedEvents is an event source whose subscriptions have already ended (as when a
+// subscriber falls behind): a stream that starts returns at once, so that the fuzzer can
+// call the stream routes like the others.
+type endedEvents struct{}
+
+func (endedEvents) Subscribe() (<-chan model.Event, func()) {
+	ch := make(chan model.Event)
+	close(ch)
+	return ch, func() {}
+}
+
+// fuzzRoutes are the routes the fuzzer calls, with the message each answers (nil: an event
+// stream).
 var fuzzRoutes = []struct {
 	path string
 	resp func() proto.Message
@@ -129,6 +141,8 @@ var fuzzRoutes = []struct {
 	{"/v1/actual_lrp_groups/list_by_process_guid", func() proto.Message { return &pb.ActualLRPGroupsResponse{} }},
 	{"/v1/actual_lrp_groups/get_by_process_guid_and_index", func() proto.Message { return &pb.ActualLRPGroupResponse{} }},
 	{"/v1/actual_lrps/retire", func() proto.Message { return &pb.ActualLRPLifecycleResponse{} }},
+	{"POST /v1/events/lrp_instances.r1", nil},
+	{"GET /v1/events.r1", nil},
 }
 
 // FuzzRequests posts arbitrary bytes to every route: the answer is always a 200 protobuf
@@ -152,7 +166,7 @@ func FuzzRequests(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		rt := fuzzRoutes[int(which)%len(fuzzRoutes)]
 		store := &recordingStore{}
-		s := protocol.NewServer(store, zap.NewNop()).WithStopper(recordingStopper{store})
+		s := protocol.NewServer(store, zap.NewNop()).WithStopper(recordingStopper{store}).WithEvents(endedEvents{})
 		s.MarkReady()
 		method, path := http.MethodPost, rt.path
 		if m, p, ok := strings.Cut(rt.path, " "); ok {
@@ -161,6 +175,21 @@ func FuzzRequests(f *testing.F) {
 		req := httptest.NewRequest(method, path, strings.NewReader(string(body)))
 		w := httptest.NewRecorder()
 		s.ServeHTTP(w, req)
+		if rt.resp == nil {
+			// An event stream: BBS's bare 500 for a request that does not parse, else the
+			// stream's headers (and, its subscription over, nothing more).
+			parses := proto.Unmarshal(body, &pb.EventsByCellId{}) == nil
+			switch {
+			case w.Code == http.StatusInternalServerError && w.Body.Len() == 0:
+			case w.Code == http.StatusOK && w.Header().Get("Content-Type") == "text/event-stream; charset=utf-8" && parses:
+			default:
+				t.Fatalf("%s: %d %q %q", rt.path, w.Code, w.Header().Get("Content-Type"), w.Body.String())
+			}
+			if store.writes != 0 {
+				t.Fatalf("%s: a stream wrote %d times", rt.path, store.writes)
+			}
+			return
+		}
 		if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/x-protobuf" {
 			t.Fatalf("%s: %d %q", rt.path, w.Code, w.Header().Get("Content-Type"))
 		}

@@ -35,14 +35,17 @@ type Server struct {
 	ready   atomic.Bool
 	mux     *http.ServeMux
 	retirer *api.Retirer
+	streams eventStreams
 }
 
 // NewServer builds the protocol server over store. It answers 503 with no body, as BBS does,
 // until MarkReady is called (after migrations). Retired instances that need a stop are left
-// to convergence until WithStopper names who stops them.
+// to convergence until WithStopper names who stops them; the event streams answer 503 until
+// WithEvents gives them events.
 func NewServer(store Store, log *zap.Logger) *Server {
 	s := &Server{store: store, log: log.Named("bbs-protocol"), mux: http.NewServeMux()}
 	s.retirer = api.NewRetirer(store, nil, s.log)
+	s.streams.closing = make(chan struct{})
 	s.routes()
 	return s
 }
