@@ -43,7 +43,7 @@ func (s *Server) actualLRPs(ctx context.Context, req *pb.ActualLRPsRequest, yiel
 		f.Index = &i
 	}
 	each := func(fn func(*model.ActualLRP) error) error { return s.store.EachActualLRP(ctx, f, fn) }
-	emit := func(a *model.ActualLRP) error { return yield(instance{a}) }
+	emit := func(a *model.ActualLRP) error { return yield(instanceEntry{a}) }
 	if f.ProcessGUID != "" && f.DefinitionID == "" {
 		return eachServing(each, emit)
 	}
@@ -56,7 +56,7 @@ func (s *Server) actualLRPsByProcessGuids(ctx context.Context, req *pb.ActualLRP
 	if len(req.GetProcessGuids()) == 0 {
 		return model.Errorf(model.ErrInvalidRequest, "process_guids must not be empty") // BBS's words
 	}
-	emit := func(a *model.ActualLRP) error { return yield(instance{a}) }
+	emit := func(a *model.ActualLRP) error { return yield(instanceEntry{a}) }
 	seen := make(map[string]bool, len(req.GetProcessGuids()))
 	for _, guid := range req.GetProcessGuids() {
 		if guid == "" || seen[guid] { // to the store, an empty guid is no filter
@@ -139,7 +139,7 @@ func serving(a *model.ActualLRP) int {
 func (s *Server) actualLRPGroups(ctx context.Context, req *pb.ActualLRPGroupsRequest, yield func(entry) error) error {
 	return api.EachActualLRPGroup(func(fn func(*model.ActualLRP) error) error {
 		return s.store.EachActualLRP(ctx, model.ActualLRPFilter{Domain: req.GetDomain(), CellID: req.GetCellId()}, fn)
-	}, func(g *model.ActualLRPGroup) error { return yield(message{actualLRPGroup(g)}) })
+	}, func(g *model.ActualLRPGroup) error { return yield(protoEntry{actualLRPGroup(g)}) })
 }
 
 // actualLRPGroupsByProcessGuid serves POST /v1/actual_lrp_groups/list_by_process_guid
@@ -150,7 +150,7 @@ func (s *Server) actualLRPGroupsByProcessGuid(ctx context.Context, req *pb.Actua
 	}
 	return api.EachActualLRPGroup(func(fn func(*model.ActualLRP) error) error {
 		return s.store.EachActualLRP(ctx, model.ActualLRPFilter{ProcessGUID: req.GetProcessGuid()}, fn)
-	}, func(g *model.ActualLRPGroup) error { return yield(message{actualLRPGroup(g)}) })
+	}, func(g *model.ActualLRPGroup) error { return yield(protoEntry{actualLRPGroup(g)}) })
 }
 
 // actualLRPGroupByProcessGuidAndIndex serves POST

@@ -39,7 +39,7 @@ func lrp(guid, domain string, instances int32) *model.DesiredLRP {
 	}
 }
 
-func (s *server) desire(d *model.DesiredLRP) {
+func (s *server) desireModel(d *model.DesiredLRP) {
 	s.t.Helper()
 	if _, err := s.store.DesireLRP(s.t.Context(), d); err != nil {
 		s.t.Fatal(err)
@@ -86,7 +86,7 @@ func (s *server) stored(guid, def string, index int32) model.ActualLRP {
 func TestActualLRPGoldenBytes(t *testing.T) {
 	s := newServer(t)
 	s.cell("cell-a", "z1")
-	s.desire(lrp("app", "cf-apps", 2))
+	s.desireModel(lrp("app", "cf-apps", 2))
 	s.run(key("app", 1), cellA, netA)
 	unclaimed, running := s.stored("app", "app", 0), s.stored("app", "app", 1)
 
@@ -177,8 +177,8 @@ func TestListActualLRPsFilters(t *testing.T) {
 	s := newServer(t)
 	s.cell("cell-a", "z1")
 	s.cell("cell-b", "z2")
-	s.desire(lrp("web", "cf-apps", 2))
-	s.desire(lrp("worker", "other", 1))
+	s.desireModel(lrp("web", "cf-apps", 2))
+	s.desireModel(lrp("worker", "other", 1))
 	s.run(key("web", 1), cellA, netA)
 	s.run(model.ActualLRPKey{ProcessGUID: "worker", Index: 0, Domain: "other"}, cellB, netA)
 	zero, two := int32(0), int32(2)
@@ -225,8 +225,8 @@ func TestListActualLRPsFilters(t *testing.T) {
 func TestStreamedListIsProtoMarshal(t *testing.T) {
 	s := newServer(t)
 	s.cell("cell-a", "z1")
-	s.desire(lrp("few", "cf-apps", 3))
-	s.desire(lrp("many", "cf-apps", 1000)) // about 100 KB of instances: more than one write
+	s.desireModel(lrp("few", "cf-apps", 3))
+	s.desireModel(lrp("many", "cf-apps", 1000)) // about 100 KB of instances: more than one write
 	s.run(key("few", 2), cellA, netA)
 	for _, tc := range []struct {
 		guid    string
@@ -311,7 +311,7 @@ func TestTwoInstancesAtOneIndex(t *testing.T) {
 	s := newServer(t)
 	s.cell("cell-a", "z1")
 	s.cell("cell-b", "z2")
-	s.desire(lrp("web", "cf-apps", 1))
+	s.desireModel(lrp("web", "cf-apps", 1))
 	s.run(model.ActualLRPKey{ProcessGUID: "web", DefinitionID: "web", Index: 0, Domain: "cf-apps"}, cellA, netA)
 	v2 := lrp("web", "cf-apps", 1).LRPDefinition
 	v2.DefinitionID = "v2"
@@ -373,7 +373,7 @@ func state(s *server, def string) string { return s.stored("web", def, 0).State 
 func TestActualLRPGroups(t *testing.T) {
 	s := newServer(t)
 	s.cell("cell-a", "z1")
-	s.desire(lrp("web", "cf-apps", 2))
+	s.desireModel(lrp("web", "cf-apps", 2))
 	s.run(key("web", 0), cellA, netA)
 	// Cell a drains: the instance is kept as EVACUATING while it is placed again.
 	if _, err := s.store.EvacuateRunningActualLRP(t.Context(), key("web", 0), cellA, netA); err != nil {
@@ -438,7 +438,7 @@ func TestRetireActualLRP(t *testing.T) {
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	s := &server{t: t, url: ts.URL, store: store}
-	s.desire(lrp("web", "cf-apps", 2))
+	s.desireModel(lrp("web", "cf-apps", 2))
 	s.run(key("web", 1), cellA, netA)
 
 	retire := func(k *pb.ActualLRPKey) *pb.Error {

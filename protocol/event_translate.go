@@ -64,16 +64,16 @@ const (
 func (s *Server) translateInstanceEvent(ctx context.Context, e model.Event) ([]bbsEvent, error) {
 	switch e.Name {
 	case model.EventActualLRPCreated:
-		a, err := decode[model.ActualLRP](e)
+		a, err := decodeEvent[model.ActualLRP](e)
 		return []bbsEvent{instanceCreated(&a)}, err
 	case model.EventActualLRPRemoved:
-		a, err := decode[model.ActualLRP](e)
+		a, err := decodeEvent[model.ActualLRP](e)
 		return []bbsEvent{instanceRemoved(&a)}, err
 	case model.EventActualLRPCrashed:
-		c, err := decode[model.Crash](e)
+		c, err := decodeEvent[model.Crash](e)
 		return []bbsEvent{crashedEvent(&c)}, err
 	case model.EventActualLRPChanged:
-		c, err := decode[model.Change[model.ActualLRP]](e)
+		c, err := decodeEvent[model.Change[model.ActualLRP]](e)
 		if err != nil {
 			return nil, err
 		}
@@ -100,16 +100,16 @@ func (s *Server) translateInstanceEvent(ctx context.Context, e model.Event) ([]b
 func (s *Server) translateGroupEvent(ctx context.Context, e model.Event) ([]bbsEvent, error) {
 	switch e.Name {
 	case model.EventActualLRPCreated:
-		a, err := decode[model.ActualLRP](e)
+		a, err := decodeEvent[model.ActualLRP](e)
 		return []bbsEvent{groupCreated(&a)}, err
 	case model.EventActualLRPRemoved:
-		a, err := decode[model.ActualLRP](e)
+		a, err := decodeEvent[model.ActualLRP](e)
 		return []bbsEvent{groupRemoved(&a)}, err
 	case model.EventActualLRPCrashed:
-		c, err := decode[model.Crash](e)
+		c, err := decodeEvent[model.Crash](e)
 		return []bbsEvent{crashedEvent(&c)}, err
 	case model.EventActualLRPChanged:
-		c, err := decode[model.Change[model.ActualLRP]](e)
+		c, err := decodeEvent[model.Change[model.ActualLRP]](e)
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +147,7 @@ func (s *Server) translateDesiredEvent(ctx context.Context, e model.Event) ([]bb
 	return []bbsEvent{{name: e.Name, msg: msg, desired: true}}, nil
 }
 
-func decode[T any](e model.Event) (T, error) {
+func decodeEvent[T any](e model.Event) (T, error) {
 	var v T
 	if err := json.Unmarshal(e.Data, &v); err != nil {
 		return v, fmt.Errorf("decode %s event %d: %w", e.Name, e.ID, err)

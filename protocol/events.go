@@ -148,7 +148,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, translate func(c
 // appendSSE appends ev framed as BBS frames it (vito/go-sse): its per-connection id, its
 // name, and one data line holding the base64 (standard, padded) of its protobuf message.
 func appendSSE(b []byte, id int, ev bbsEvent) ([]byte, error) {
-	data, err := deterministic.Marshal(ev.msg)
+	data, err := canonical.Marshal(ev.msg)
 	if err != nil {
 		return b, err
 	}

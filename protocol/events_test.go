@@ -300,7 +300,7 @@ func TestEventStreams(t *testing.T) {
 	s.sync(all, onA, onB, groups)
 
 	ctx := t.Context()
-	s.desire(lrp("web", "cf-apps", 1))
+	s.desireModel(lrp("web", "cf-apps", 1))
 	k := key("web", 0)
 	s.run(k, cellA, netA)
 	if _, err := s.store.CrashActualLRP(ctx, k, cellA, "exit 1", nil); err != nil { // back to UNCLAIMED at once
@@ -313,11 +313,11 @@ func TestEventStreams(t *testing.T) {
 	if err := s.store.RemoveActualLRP(ctx, k, model.PresenceOrdinary, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	s.desire(lrp("other", "cf-apps", 1))
+	s.desireModel(lrp("other", "cf-apps", 1))
 	if _, err := s.store.FailActualLRP(ctx, key("other", 0), "insufficient resources", nil); err != nil { // UNCLAIMED → UNCLAIMED
 		t.Fatal(err)
 	}
-	s.desire(lrp("last", "cf-apps", 0)) // a desired event, which every stream passes: the end
+	s.desireModel(lrp("last", "cf-apps", 0)) // a desired event, which every stream passes: the end
 
 	want := []string{
 		"desired_lrp_created web",

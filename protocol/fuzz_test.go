@@ -104,10 +104,10 @@ func (s *recordingStore) RetireActualLRP(_ context.Context, key model.ActualLRPK
 	return &fuzzInstances[0], nil
 }
 
-// recordingStopper counts the stops retire asks for: writes too.
-type recordingStopper struct{ store *recordingStore }
+// countingStopper counts the stops retire asks for: writes too.
+type countingStopper struct{ store *recordingStore }
 
-func (s recordingStopper) StopInstances(context.Context, []model.ActualLRP) error {
+func (s countingStopper) StopInstances(context.Context, []model.ActualLRP) error {
 	s.store.mu.Lock()
 	defer s.store.mu.Unlock()
 	s.store.writes++
@@ -166,7 +166,7 @@ func FuzzRequests(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		rt := fuzzRoutes[int(which)%len(fuzzRoutes)]
 		store := &recordingStore{}
-		s := protocol.NewServer(store, zap.NewNop()).WithStopper(recordingStopper{store}).WithEvents(endedEvents{})
+		s := protocol.NewServer(store, zap.NewNop()).WithStopper(countingStopper{store}).WithEvents(endedEvents{})
 		s.MarkReady()
 		method, path := http.MethodPost, rt.path
 		if m, p, ok := strings.Cut(rt.path, " "); ok {

@@ -78,27 +78,27 @@ type entry interface {
 	appendEntry(b []byte, n protowire.Number) ([]byte, error)
 }
 
-// message is a protobuf message as an entry.
-type message struct{ proto.Message }
+// protoEntry is a protobuf message as an entry.
+type protoEntry struct{ proto.Message }
 
-func (m message) appendEntry(b []byte, n protowire.Number) ([]byte, error) {
-	b = appendLen(b, n, deterministic.Size(m.Message))
-	return afterSize.MarshalAppend(b, m.Message)
+func (m protoEntry) appendEntry(b []byte, n protowire.Number) ([]byte, error) {
+	b = appendLen(b, n, canonical.Size(m.Message))
+	return canonicalAfterSize.MarshalAppend(b, m.Message)
 }
 
-// instance is an instance as an entry: its ActualLRP, encoded by hand (appendActualLRP).
-type instance struct{ *model.ActualLRP }
+// instanceEntry is an instance as an entry: its ActualLRP, encoded by hand (appendActualLRP).
+type instanceEntry struct{ *model.ActualLRP }
 
-func (i instance) appendEntry(b []byte, n protowire.Number) ([]byte, error) {
+func (i instanceEntry) appendEntry(b []byte, n protowire.Number) ([]byte, error) {
 	return appendActualLRP(b, n, i.ActualLRP), nil
 }
 
-// deterministic encodes what the listener sends, map entries sorted (the same message, the
-// same bytes); afterSize is the same after a Size call on the message, whose sizes it reuses
-// (and only then: without one, the sizes it would reuse are wrong).
+// canonical encodes what the listener sends, map entries sorted (the same message, the same
+// bytes); canonicalAfterSize is the same after a Size call on the message, whose sizes it
+// reuses (and only then: without one, the sizes it would reuse are wrong).
 var (
-	deterministic = proto.MarshalOptions{Deterministic: true}
-	afterSize     = proto.MarshalOptions{Deterministic: true, UseCachedSize: true}
+	canonical          = proto.MarshalOptions{Deterministic: true}
+	canonicalAfterSize = proto.MarshalOptions{Deterministic: true, UseCachedSize: true}
 )
 
 // add appends e as an entry of field 2.
