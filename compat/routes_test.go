@@ -26,6 +26,15 @@ var served = map[string]bool{
 	bbs.UpsertDomainRoute_r0: true,
 	bbs.CellsRoute_r0:        true,
 
+	bbs.ActualLRPsRoute_r0:                          true,
+	bbs.ActualLRPsByProcessGuidsRoute_r0:            true,
+	bbs.ActualLRPGroupsRoute_r0:                     true,
+	bbs.ActualLRPGroupsByProcessGuidRoute_r0:        true,
+	bbs.ActualLRPGroupByProcessGuidAndIndexRoute_r0: true,
+	bbs.RetireActualLRPRoute_r0:                     true,
+	bbs.LRPInstanceEventStreamRoute_r1:              true,
+	bbs.LRPGroupEventStreamRoute_r1:                 true,
+
 	bbs.DesireDesiredLRPRoute_r2:                 true,
 	bbs.DesiredLRPByProcessGuidRoute_r3:          true,
 	bbs.DesiredLRPByProcessGuidRoute_r2:          true,

@@ -45,7 +45,7 @@ var ErrNoRollouts = model.Errorf(model.ErrUnavailable, "this API server has no c
 // rollout workflows.
 type Service struct {
 	store     Store
-	stopper   Stopper  // nil while no cell can run instances: stops are left to convergence
+	stops     *Stops
 	workflows Rollouts // nil: no Temporal, rollouts answer Unavailable
 	log       *zap.Logger
 }
@@ -53,12 +53,15 @@ type Service struct {
 // NewService builds a Service. stopper may be nil while no cell can run instances; the
 // instances that would need a stop are then logged, and convergence stops them.
 func NewService(store Store, stopper Stopper, log *zap.Logger) *Service {
-	return &Service{store: store, stopper: stopper, log: log}
+	return &Service{store: store, stops: NewStops(stopper, log), log: log}
 }
 
 // SetRollouts lets the service start rollouts; without it the changes that need one answer
 // Unavailable. Call it before serving.
 func (s *Service) SetRollouts(r Rollouts) { s.workflows = r }
+
+// SetStopper names who stops the instances a change retires. Call it before serving.
+func (s *Service) SetStopper(stopper Stopper) { s.stops = NewStops(stopper, s.log) }
 
 // Update applies u to the LRP of guid and returns it as changed. A definition starts a
 // rolling update (UpdateInProgress while one runs, unless supersede: seed 000's new
@@ -138,9 +141,21 @@ func (s *Service) Remove(ctx context.Context, guid string) error {
 	return nil
 }
 
+// Stop hands lrps to the cells that run them (Stops.Stop).
+func (s *Service) Stop(ctx context.Context, lrps []model.ActualLRP) { s.stops.Stop(ctx, lrps) }
+
+// Stops hands the instances a change retired to the cells that run them.
+type Stops struct {
+	stopper Stopper // nil while no cell can run instances: stops are left to convergence
+	log     *zap.Logger
+}
+
+// NewStops builds a Stops; stopper may be nil (see NewService).
+func NewStops(stopper Stopper, log *zap.Logger) *Stops { return &Stops{stopper: stopper, log: log} }
+
 // Stop hands lrps to the cells that run them. A failed stop does not fail the change: the
 // records stay, and convergence stops what is still running.
-func (s *Service) Stop(ctx context.Context, lrps []model.ActualLRP) {
+func (s *Stops) Stop(ctx context.Context, lrps []model.ActualLRP) {
 	if len(lrps) == 0 {
 		return
 	}

@@ -36,7 +36,7 @@ func newServer(t *testing.T) *server {
 	t.Helper()
 	store := dbtest.NewStore(t)
 	stopper, rollouts := &recordingStopper{}, &recordingRollouts{}
-	s := protocol.NewServer(store, stopper, zaptest.NewLogger(t)).WithRollouts(rollouts)
+	s := protocol.NewServer(store, zaptest.NewLogger(t)).WithStopper(stopper).WithRollouts(rollouts)
 	s.MarkReady()
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)

@@ -26,27 +26,42 @@ type Store interface {
 	api.Pinger
 	api.DomainStore
 	api.CellStore
+	api.ActualLRPStore
 	DesiredLRPStore
 }
 
 // Server answers the BBS protocol.
 type Server struct {
-	store Store
-	// lrps makes the changes to LRPs the JSON API makes too, the same way (WithRollouts
-	// gives it the rollout workflows).
-	lrps  *lrps.Service
-	log   *zap.Logger
-	ready atomic.Bool
-	mux   *http.ServeMux
+	store   Store
+	log     *zap.Logger
+	ready   atomic.Bool
+	mux     *http.ServeMux
+	retirer *api.Retirer
+	streams eventStreams
+	// lrps makes the changes to LRPs the JSON API makes too, the same way (WithStopper and
+	// WithRollouts give it the cells and the rollout workflows).
+	lrps *lrps.Service
 }
 
-// NewServer builds the protocol server over store, as api.NewServer builds the JSON API's:
-// stopper may be nil while no cell can run instances (stops are then left to convergence).
-// It answers 503 with no body, as BBS does, until MarkReady is called (after migrations).
-func NewServer(store Store, stopper lrps.Stopper, log *zap.Logger) *Server {
-	log = log.Named("bbs-protocol")
-	s := &Server{store: store, lrps: lrps.NewService(store, stopper, log), log: log, mux: http.NewServeMux()}
+// NewServer builds the protocol server over store. It answers 503 with no body, as BBS does,
+// until MarkReady is called (after migrations). Retired instances that need a stop are left
+// to convergence until WithStopper names who stops them; the event streams answer 503 until
+// WithEvents gives them events; the changes that start rollouts (an update with a
+// definition, cancel_update, rollback, the LRP deployments') answer 503 until WithRollouts.
+func NewServer(store Store, log *zap.Logger) *Server {
+	s := &Server{store: store, log: log.Named("bbs-protocol"), mux: http.NewServeMux()}
+	s.retirer = api.NewRetirer(store, nil, s.log)
+	s.lrps = lrps.NewService(store, nil, s.log)
+	s.streams.closing = make(chan struct{})
 	s.routes()
+	return s
+}
+
+// WithStopper lets retire, and the changes that retire instances (a scale-down, a removal),
+// hand CLAIMED and RUNNING instances to their cells to stop, as the JSON API's do.
+func (s *Server) WithStopper(stopper api.Stopper) *Server {
+	s.retirer = api.NewRetirer(s.store, stopper, s.log)
+	s.lrps.SetStopper(stopper)
 	return s
 }
 

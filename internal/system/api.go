@@ -83,9 +83,11 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	}
 	var protocolServer *protocol.Server
 	if cfg.ProtocolListener != nil {
-		protocolServer = protocol.NewServer(cfg.Store, stopper, log).
+		protocolServer = protocol.NewServer(cfg.Store, log).WithStopper(stopper).WithEvents(hub).
 			WithRollouts(cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue))
 		a.protocol = serveHTTP(cfg.ProtocolListener, cmp.Or(cfg.ProtocolScheme, "http"), protocolServer, log)
+		// Shutting down waits for the handlers, and an event stream's ends only when told.
+		a.protocol.srv.RegisterOnShutdown(protocolServer.CloseStreams)
 	}
 	if err := cfg.Store.Migrate(ctx); err != nil {
 		a.Stop()
