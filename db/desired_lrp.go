@@ -176,7 +176,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		if err != nil {
 			return err
 		}
-		return appendEvents(ctx, tx, append([]pendingEvent{event(model.EventDesiredLRPCreated, &d)},
+		return appendEvents(ctx, tx, append([]pendingEvent{event(model.EventDesiredLRPCreated, model.NewDesiredLRPEvent(&d))},
 			instanceEvents(model.EventActualLRPCreated, created)...)...)
 	})
 	if err != nil {
@@ -260,7 +260,7 @@ func (s *Store) UpdateDesiredLRP(ctx context.Context, guid string, u *model.Desi
 		if res.After, err = s.desiredInTx(ctx, tx, guid); err != nil {
 			return err
 		}
-		return appendEvents(ctx, tx, append([]pendingEvent{changed(model.EventDesiredLRPChanged, res.Before, res.After)}, events...)...)
+		return appendEvents(ctx, tx, append([]pendingEvent{changed(model.EventDesiredLRPChanged, model.NewDesiredLRPEvent(res.Before), model.NewDesiredLRPEvent(res.After))}, events...)...)
 	})
 	if err != nil {
 		return nil, err
@@ -364,7 +364,7 @@ WHERE process_guid = $1 AND state IN `+inProgressStates, guid); err != nil {
 		if removed, res.ToStop, err = s.retireIndicesFrom(ctx, tx, guid, 0); err != nil {
 			return err
 		}
-		return appendEvents(ctx, tx, append([]pendingEvent{event(model.EventDesiredLRPRemoved, res.Removed)},
+		return appendEvents(ctx, tx, append([]pendingEvent{event(model.EventDesiredLRPRemoved, model.NewDesiredLRPEvent(res.Removed))},
 			instanceEvents(model.EventActualLRPRemoved, removed)...)...)
 	})
 	if err != nil {

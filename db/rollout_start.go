@@ -100,7 +100,7 @@ RETURNING `+rolloutColumns, uuid.NewString(), req.ProcessGUID, req.Kind, from, t
 		if out.Desired, err = s.desiredInTx(ctx, tx, req.ProcessGUID); err != nil {
 			return err
 		}
-		events = append(events, changed(model.EventDesiredLRPChanged, before, out.Desired), event(model.EventRolloutChanged, ro))
+		events = append(events, changed(model.EventDesiredLRPChanged, model.NewDesiredLRPEvent(before), model.NewDesiredLRPEvent(out.Desired)), event(model.EventRolloutChanged, ro))
 		return appendEvents(ctx, tx, events...)
 	})
 	if err != nil {

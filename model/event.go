@@ -28,6 +28,43 @@ type Change[T any] struct {
 	After  T `json:"after"`
 }
 
+// DesiredLRPEvent is a DesiredLRP as the data of a desired_lrp_* event records it (each side
+// of a desired_lrp_changed one): its JSON, plus what that JSON does not carry exactly — the
+// protobuf of its active definition as a BBS-protocol client sent it (LRPDefinition.Protobuf)
+// and the route values byte for byte (JSON re-encodes them) — so that the BBS protocol's
+// streams send the DesiredLRP whole.
+type DesiredLRPEvent struct {
+	DesiredLRP
+	DefinitionProtobuf []byte            `json:"definition_protobuf,omitempty"`
+	RouteBytes         map[string][]byte `json:"route_bytes,omitempty"`
+}
+
+// NewDesiredLRPEvent is d as its events record it.
+func NewDesiredLRPEvent(d *DesiredLRP) DesiredLRPEvent {
+	e := DesiredLRPEvent{DesiredLRP: *d, DefinitionProtobuf: d.Protobuf}
+	if len(d.Routes) > 0 {
+		e.RouteBytes = make(map[string][]byte, len(d.Routes))
+		for name, v := range d.Routes {
+			e.RouteBytes[name] = v
+		}
+	}
+	return e
+}
+
+// Model is the DesiredLRP the event recorded, its definition's protobuf and exact routes in
+// place.
+func (e DesiredLRPEvent) Model() *DesiredLRP {
+	d := e.DesiredLRP
+	d.Protobuf = e.DefinitionProtobuf
+	if e.RouteBytes != nil {
+		d.Routes = make(Routes, len(e.RouteBytes))
+		for name, v := range e.RouteBytes {
+			d.Routes[name] = v
+		}
+	}
+	return &d
+}
+
 // Crash is the data of an actual_lrp_instance_crashed event: the instance as the crash left
 // it (its JSON model, like every instance event's data) and, under "before", the instance
 // that crashed. The crash clears the instance key, which a report of the crash must still

@@ -32,7 +32,7 @@ type DesiredLRPEvents func(ctx context.Context, e model.Event) (proto.Message, e
 // eventStreams is what the streams need beyond the store.
 type eventStreams struct {
 	source  api.EventSource  // nil: the streams answer 503
-	desired DesiredLRPEvents // nil: the streams carry instance events only
+	desired DesiredLRPEvents // desiredLRPEvent unless replaced; nil: instance events only
 	closing chan struct{}    // closed by CloseStreams
 	once    sync.Once
 }
@@ -44,8 +44,8 @@ func (s *Server) WithEvents(src api.EventSource) *Server {
 	return s
 }
 
-// WithDesiredLRPEvents is the hook for the desired-LRP events of both streams, which need the
-// DesiredLRP conversion. Until it is set the streams carry the instance events alone.
+// WithDesiredLRPEvents replaces the translation of the desired-LRP events of both streams
+// (desiredLRPEvent, desired_lrp_events.go); nil leaves the streams the instance events alone.
 func (s *Server) WithDesiredLRPEvents(fn DesiredLRPEvents) *Server {
 	s.streams.desired = fn
 	return s

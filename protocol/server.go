@@ -53,6 +53,7 @@ func NewServer(store Store, log *zap.Logger) *Server {
 	s.retirer = api.NewRetirer(store, nil, s.log)
 	s.lrps = lrps.NewService(store, nil, s.log)
 	s.streams.closing = make(chan struct{})
+	s.streams.desired = desiredLRPEvent
 	s.routes()
 	return s
 }
