@@ -88,11 +88,37 @@ func ccLRP(t *testing.T, guid string) *models.DesiredLRP {
 }
 
 // What the real client desires, every field Cloud Controller sends, it reads back equal
-// (plus the modification tag BBS sets), from the .r3 get and list, and the scheduling and
-// routing infos agree; Cloud Controller's update and remove work as BBS's.
+// (plus the modification tag BBS sets), from the .r3 get and list and the instance stream's
+// desired-LRP events, and the scheduling and routing infos agree; Cloud Controller's update
+// and remove work as BBS's.
 func TestDesiredLRPThroughTheRealClient(t *testing.T) {
 	c, log := newClient(t), testLogger(t)
+	stream, err := c.SubscribeToInstanceEvents(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
 	guid := "compat-cc-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+	// nextDesired is the stream's next event of guid's desired LRP.
+	nextDesired := func() models.Event {
+		t.Helper()
+		for {
+			switch e := next(t, stream).(type) {
+			case *models.DesiredLRPCreatedEvent:
+				if e.DesiredLrp.ProcessGuid == guid {
+					return e
+				}
+			case *models.DesiredLRPChangedEvent:
+				if e.After.ProcessGuid == guid {
+					return e
+				}
+			case *models.DesiredLRPRemovedEvent:
+				if e.DesiredLrp.ProcessGuid == guid {
+					return e
+				}
+			}
+		}
+	}
 	in := ccLRP(t, guid)
 	if err := c.DesireLRP(log, traceID(t), in); err != nil {
 		t.Fatalf("DesireLRP: %v", err)
@@ -108,6 +134,9 @@ func TestDesiredLRPThroughTheRealClient(t *testing.T) {
 	want.ModificationTag = got.ModificationTag
 	if !got.Equal(&want) {
 		t.Fatalf("read back differs:\n got %s\nwant %s", got, &want)
+	}
+	if e, ok := nextDesired().(*models.DesiredLRPCreatedEvent); !ok || !e.DesiredLrp.Equal(&want) {
+		t.Fatalf("the stream's desired_lrp_created = %v", e)
 	}
 	list, err := c.DesiredLRPs(log, traceID(t), models.DesiredLRPFilter{ProcessGuids: []string{guid}})
 	if err != nil || len(list) != 1 || !list[0].Equal(&want) {
@@ -149,9 +178,15 @@ func TestDesiredLRPThroughTheRealClient(t *testing.T) {
 	if !updated.Equal(&want) {
 		t.Fatalf("after the update:\n got %s\nwant %s", updated, &want)
 	}
+	if e, ok := nextDesired().(*models.DesiredLRPChangedEvent); !ok || !e.Before.Equal(got) || !e.After.Equal(&want) {
+		t.Fatalf("the stream's desired_lrp_changed = %v", e)
+	}
 
 	if err := c.RemoveDesiredLRP(log, traceID(t), guid); err != nil {
 		t.Fatalf("RemoveDesiredLRP: %v", err)
+	}
+	if e, ok := nextDesired().(*models.DesiredLRPRemovedEvent); !ok || !e.DesiredLrp.Equal(&want) {
+		t.Fatalf("the stream's desired_lrp_removed = %v", e)
 	}
 	_, err = c.DesiredLRPByProcessGuid(log, traceID(t), guid)
 	var merr *models.Error
