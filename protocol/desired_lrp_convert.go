@@ -25,8 +25,6 @@ import (
 // LRPDefinition numbers its fields as DesiredLRP does, so the bytes of either decode as the
 // other: a definition is cut out of a DesiredLRP, and put back in, through its bytes.
 
-var deterministic = proto.MarshalOptions{Deterministic: true}
-
 // definitionOf is the definition part of d: d without its LRP's own fields, as an
 // LRPDefinition (with d's definition_id; empty when d has none).
 func definitionOf(d *pb.DesiredLRP) *pb.LRPDefinition {
@@ -70,7 +68,7 @@ func desiredView(def *pb.LRPDefinition) *pb.DesiredLRP {
 
 // convert decodes the bytes of from into to: messages that share their field numbers.
 func convert(from, to proto.Message) {
-	b, err := deterministic.Marshal(from)
+	b, err := canonical.Marshal(from)
 	if err == nil {
 		err = proto.Unmarshal(b, to)
 	}
@@ -85,7 +83,7 @@ func convert(from, to proto.Message) {
 func definitionToModel(def *pb.LRPDefinition) model.LRPDefinition {
 	stored := proto.CloneOf(def)
 	stored.DefinitionId = ""
-	b, err := deterministic.Marshal(stored)
+	b, err := canonical.Marshal(stored)
 	if err != nil {
 		panic(fmt.Sprintf("protocol: encode a decoded definition: %v", err))
 	}
