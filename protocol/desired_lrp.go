@@ -7,6 +7,7 @@ import (
 	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol/pb"
+	"google.golang.org/protobuf/proto"
 )
 
 // DesiredLRPStore is what the desired LRP and LRP deployment routes need of the store: the
@@ -184,7 +185,7 @@ func (s *Server) withImageCredentials(ctx context.Context, guid string, pu *pb.D
 }
 
 func withCredentials(def *pb.LRPDefinition, username, password string) *pb.LRPDefinition {
-	c := cloneDefinition(def)
+	c := proto.CloneOf(def)
 	c.ImageUsername, c.ImagePassword = username, password
 	return c
 }

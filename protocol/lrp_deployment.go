@@ -6,7 +6,6 @@ import (
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol/pb"
-	"google.golang.org/protobuf/proto"
 )
 
 // The LRPDeployment operations of seed 000, on the paths of the JSON API's
@@ -161,5 +160,3 @@ func validateRollout(guid, definitionID string) error {
 func rolloutTo(guid, definitionID, kind string, supersede bool) db.RolloutRequest {
 	return db.RolloutRequest{ProcessGUID: guid, Kind: kind, DefinitionID: definitionID, Supersede: supersede}
 }
-
-func cloneDefinition(def *pb.LRPDefinition) *pb.LRPDefinition { return proto.CloneOf(def) }
