@@ -49,6 +49,9 @@ type ConvergeResult struct {
 	SuspectsRemoved int
 	// MissingIndices are UNCLAIMED instances created for indices that had none.
 	MissingIndices int
+	// DuplicatesRemoved are records deleted, and DuplicatesToStop instances retired for their
+	// cells to stop, because another ordinary instance held their index outside a rollout.
+	DuplicatesRemoved, DuplicatesToStop int
 	// ExtrasRemoved are records of undesired instances deleted; ExtrasToStop are undesired
 	// instances left for their cells to stop and report.
 	ExtrasRemoved, ExtrasToStop int
@@ -94,6 +97,7 @@ func (s *Store) Converge(ctx context.Context, opts ConvergeOptions) (*ConvergeRe
 	steps := []func(context.Context, *ConvergeResult) error{
 		s.removeResolvedSuspects,
 		s.removeExtras,
+		s.removeDuplicates,
 		s.reapMissingCells,
 		s.createMissingIndices,
 		func(ctx context.Context, r *ConvergeResult) error { return s.restartCrashed(ctx, r, policy) },
@@ -269,19 +273,39 @@ RETURNING `+actualColumns, pq.StringArray(guids), pq.StringArray(defs), pq.Int32
 // createMissingIndices gives every index below an LRP's count that has no ORDINARY instance
 // of any definition an UNCLAIMED instance of the healthy definition (the active one before
 // any instance ever ran), as scaling up does.
+//
+// It fills an index the way every other writer of an LRP does, under the LRP's row lock:
+// the free indices and the healthy definition are read after the lock is taken. Read before
+// it, a scale-up (which fills the free indices too) and a rollout's first RUNNING instance
+// (which changes the healthy definition) could both commit in between, and the index would
+// get the scale-up's instance of the new definition and this one of the old: a duplicate.
 func (s *Store) createMissingIndices(ctx context.Context, res *ConvergeResult) error {
-	return s.inTx(ctx, func(tx *sqlx.Tx) error {
-		// ON CONFLICT: a concurrent writer (a scale-up, a cell's start report) may have
-		// created the instance since this statement's snapshot; theirs wins.
+	missing := `NOT EXISTS (SELECT 1 FROM actual_lrps a
+    WHERE a.process_guid = l.process_guid AND a.instance_index = i AND a.presence = 'ORDINARY' AND NOT a.retiring)`
+	// The common pass has nothing to fill: only the LRPs that do are locked.
+	var guids pq.StringArray
+	if err := s.db.SelectContext(ctx, &guids, `SELECT DISTINCT l.process_guid
+FROM desired_lrps l CROSS JOIN LATERAL generate_series(0, l.instances - 1) AS i
+WHERE `+missing); err != nil {
+		return err
+	}
+	if len(guids) == 0 {
+		return nil
+	}
+	return s.inTxRetried(ctx, func(tx *sqlx.Tx) error {
+		if err := lockLRPs(ctx, tx, guids); err != nil {
+			return err
+		}
+		// ON CONFLICT: a cell's start report of an instance the store did not know may have
+		// created it since (cells' reports do not take the LRP's lock); theirs wins.
 		created, err := selectActual(ctx, tx, `
 INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain, state, since, modification_epoch)
 SELECT l.process_guid, coalesce(l.healthy_definition_id, l.active_definition_id), i, l.domain,
     'UNCLAIMED', $1, gen_random_uuid()::text
 FROM desired_lrps l CROSS JOIN LATERAL generate_series(0, l.instances - 1) AS i
-WHERE NOT EXISTS (SELECT 1 FROM actual_lrps a
-    WHERE a.process_guid = l.process_guid AND a.instance_index = i AND a.presence = 'ORDINARY' AND NOT a.retiring)
+WHERE l.process_guid = ANY($2) AND `+missing+`
 ON CONFLICT DO NOTHING
-RETURNING `+actualColumns, s.nowNanos())
+RETURNING `+actualColumns, s.nowNanos(), guids)
 		if err != nil {
 			return err
 		}

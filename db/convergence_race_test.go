@@ -306,3 +306,48 @@ AND definition_id = $2 AND presence = 'ORDINARY'`, c.index, other) == 1
 		}
 	}
 }
+
+// The pass locks an LRP before it fills its indices; a cell's report of an instance the store
+// did not know locks them the other way round (the instance, then the LRP, to make its
+// definition healthy). When the two meet, PostgreSQL aborts one of them; the pass, aborted
+// here because it waited first, tries again and finds the index filled.
+func TestConvergeRetriesWhenADeadlockAbortsIt(t *testing.T) {
+	s := dbtest.NewStore(t)
+	desire(t, s, newLRP("app", 2))
+	exec(t, s, `DELETE FROM actual_lrps WHERE instance_index = 1`)
+
+	report, err := s.DB().BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer report.Rollback()
+	if _, err := report.ExecContext(ctx, `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain, state,
+    instance_guid, cell_id, since, modification_epoch)
+VALUES ('app', 'app', 1, 'cf-apps', 'RUNNING', 'ig', 'cell-1', 1, 'e')`); err != nil {
+		t.Fatal(err)
+	}
+	var res *db.ConvergeResult
+	pass := run(func() (err error) {
+		res, err = s.Converge(ctx, db.ConvergeOptions{})
+		return err
+	})
+	if settle(t, s, pass, 1) {
+		t.Fatal("the pass did not wait for the reported instance")
+	}
+	if _, err := report.ExecContext(ctx, `UPDATE desired_lrps SET healthy_definition_id = 'app' WHERE process_guid = 'app'`); err != nil {
+		t.Fatalf("the report was aborted, not the pass: %v", err)
+	}
+	if err := report.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	<-pass.done
+	if pass.err != nil {
+		t.Fatalf("the pass failed instead of trying again: %v", pass.err)
+	}
+	if res.MissingIndices != 0 {
+		t.Fatalf("the pass filled %d indices; the report had filled index 1", res.MissingIndices)
+	}
+	if got := ordinaryAt(t, s, "app", 1); len(got) != 1 {
+		t.Fatalf("index 1 holds %v", got)
+	}
+}

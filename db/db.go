@@ -144,6 +144,24 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	return mapError(tx.Commit())
 }
 
+// conflictAttempts is how often inTxRetried tries a transaction.
+const conflictAttempts = 3
+
+// inTxRetried is inTx, tried again when PostgreSQL aborted the transaction to break a
+// deadlock (or a serialization failure): for writers that lock many LRPs at once, which may
+// meet a single write that locks in the other order (an instance, then its LRP when the
+// instance makes a definition healthy). Each attempt is a fresh transaction, so fn must not
+// keep anything from an aborted one.
+func (s *Store) inTxRetried(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	var err error
+	for range conflictAttempts {
+		if err = s.inTx(ctx, fn); !model.IsType(err, model.ErrResourceConflict) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
 // SetRestartPolicy replaces the crash restart policy (tests and operators may shorten it).
 func (s *Store) SetRestartPolicy(p model.RestartPolicy) { s.restartPolicy = p }
 
