@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,7 +80,15 @@ func TestDevModeRestartsDeadChildren(t *testing.T) {
 		pid := d.temporalPID()
 		return pid != 0 && pid != temporal
 	})
-	waitForPoller(t, fmt.Sprintf("127.0.0.1:%d", d.temporalPort))
+	frontend := fmt.Sprintf("127.0.0.1:%d", d.temporalPort)
+	d.waitFor(t, "the new server's frontend to answer", 60*time.Second, func() bool {
+		c, err := net.DialTimeout("tcp", frontend, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	waitForPoller(t, frontend)
 	if out := d.p.out.String(); !strings.Contains(out, "Temporal dev server exited") || !strings.Contains(out, "restarting") {
 		t.Errorf("the log does not say that the Temporal dev server died and is restarted:\n%s", out)
 	}
