@@ -92,14 +92,25 @@ func (s *Store) Converge(ctx context.Context, opts ConvergeOptions) (*ConvergeRe
 		opts.EventsKept = DefaultEventsKept
 	}
 	res := &ConvergeResult{}
+	// One scan finds the LRPs with duplicated indices and those with missing ones, for the
+	// steps that handle them under the LRPs' locks. reapMissingCells, between the two, leaves
+	// every index held: it makes an instance a suspect only beside its replacement.
+	var found indexCandidates
 	// Suspects go first: a suspect whose replacement runs must be gone before that
 	// replacement can itself become suspect at the same key.
 	steps := []func(context.Context, *ConvergeResult) error{
 		s.removeResolvedSuspects,
 		s.removeExtras,
-		s.removeDuplicates,
+		func(ctx context.Context, r *ConvergeResult) (err error) {
+			if found, err = s.findIndexCandidates(ctx); err != nil {
+				return err
+			}
+			return s.removeDuplicates(ctx, r, found.duplicated)
+		},
 		s.reapMissingCells,
-		s.createMissingIndices,
+		func(ctx context.Context, r *ConvergeResult) error {
+			return s.createMissingIndices(ctx, r, found.missing)
+		},
 		func(ctx context.Context, r *ConvergeResult) error { return s.restartCrashed(ctx, r, policy) },
 		func(ctx context.Context, r *ConvergeResult) error {
 			return s.countStaleUnclaimed(ctx, r, opts.StaleUnclaimed)
@@ -279,19 +290,15 @@ RETURNING `+actualColumns, pq.StringArray(guids), pq.StringArray(defs), pq.Int32
 // it, a scale-up (which fills the free indices too) and a rollout's first RUNNING instance
 // (which changes the healthy definition) could both commit in between, and the index would
 // get the scale-up's instance of the new definition and this one of the old: a duplicate.
-func (s *Store) createMissingIndices(ctx context.Context, res *ConvergeResult) error {
-	missing := `NOT EXISTS (SELECT 1 FROM actual_lrps a
-    WHERE a.process_guid = l.process_guid AND a.instance_index = i AND a.presence = 'ORDINARY' AND NOT a.retiring)`
-	// The common pass has nothing to fill: only the LRPs that do are locked.
-	var guids pq.StringArray
-	if err := s.db.SelectContext(ctx, &guids, `SELECT DISTINCT l.process_guid
-FROM desired_lrps l CROSS JOIN LATERAL generate_series(0, l.instances - 1) AS i
-WHERE `+missing); err != nil {
-		return err
-	}
+//
+// guids are the LRPs findIndexCandidates found with a missing index: the common pass has
+// none, and only those are locked.
+func (s *Store) createMissingIndices(ctx context.Context, res *ConvergeResult, guids []string) error {
 	if len(guids) == 0 {
 		return nil
 	}
+	missing := `NOT EXISTS (SELECT 1 FROM actual_lrps a
+    WHERE a.process_guid = l.process_guid AND a.instance_index = i AND a.presence = 'ORDINARY' AND NOT a.retiring)`
 	return s.inTxRetried(ctx, func(tx *sqlx.Tx) error {
 		if err := lockLRPs(ctx, tx, guids); err != nil {
 			return err
@@ -305,7 +312,7 @@ SELECT l.process_guid, coalesce(l.healthy_definition_id, l.active_definition_id)
 FROM desired_lrps l CROSS JOIN LATERAL generate_series(0, l.instances - 1) AS i
 WHERE l.process_guid = ANY($2) AND `+missing+`
 ON CONFLICT DO NOTHING
-RETURNING `+actualColumns, s.nowNanos(), guids)
+RETURNING `+actualColumns, s.nowNanos(), pq.StringArray(guids))
 		if err != nil {
 			return err
 		}

@@ -19,6 +19,47 @@ WHERE process_guid = ANY($1) ORDER BY process_guid FOR UPDATE`, pq.StringArray(g
 	return err
 }
 
+// indexCandidates are the LRPs a pass looks at again under their locks: those with an
+// index below their count that no ordinary instance (not retiring) holds, and those, with no
+// rollout in progress, with an index that more than one holds.
+type indexCandidates struct {
+	missing, duplicated []string
+}
+
+// findIndexCandidates finds them with one scan over the instances, in process guid order:
+// a pass that finds none must stay cheap at 250,000 instances, and a separate scan for each
+// kind would cost a second one. Per LRP, fewer distinct indices than its count means a
+// missing one; more instances than distinct indices, a duplicated one.
+func (s *Store) findIndexCandidates(ctx context.Context) (indexCandidates, error) {
+	var rows []struct {
+		ProcessGUID string `db:"process_guid"`
+		Missing     bool   `db:"missing"`
+		Duplicated  bool   `db:"duplicated"`
+		Rolling     bool   `db:"rolling"`
+	}
+	// The select list is computed only for the groups HAVING keeps: the rollout probe runs
+	// for those alone.
+	err := s.db.SelectContext(ctx, &rows, `SELECT l.process_guid,
+    count(DISTINCT a.instance_index) < l.instances AS missing,
+    count(a.instance_index) > count(DISTINCT a.instance_index) AS duplicated,
+    EXISTS (SELECT 1 FROM rollouts r WHERE r.process_guid = l.process_guid AND r.state IN `+inProgressStates+`) AS rolling
+FROM desired_lrps l LEFT JOIN actual_lrps a ON a.process_guid = l.process_guid
+    AND a.presence = 'ORDINARY' AND NOT a.retiring AND a.instance_index < l.instances
+GROUP BY l.process_guid
+HAVING count(DISTINCT a.instance_index) < l.instances OR count(a.instance_index) > count(DISTINCT a.instance_index)
+ORDER BY l.process_guid`)
+	var out indexCandidates
+	for _, r := range rows {
+		if r.Missing {
+			out.missing = append(out.missing, r.ProcessGUID)
+		}
+		if r.Duplicated && !r.Rolling {
+			out.duplicated = append(out.duplicated, r.ProcessGUID)
+		}
+	}
+	return out, err
+}
+
 // duplicateRank orders the ordinary instances at one index (alias a, of LRP l) best first:
 // the one that serves, or is closest to serving, then the healthy definition's (the one a
 // restart would use, seed 000), then the active one's.
@@ -37,18 +78,9 @@ const duplicateRank = `CASE a.state WHEN 'RUNNING' THEN 0 WHEN 'CLAIMED' THEN 1 
 // CRASHED records are deleted and CLAIMED and RUNNING ones retired for their cells to stop.
 // An index the LRP wants keeps an instance, so unlike removeExtras this needs no fresh
 // domain: nothing the desired state may still want is lost.
-func (s *Store) removeDuplicates(ctx context.Context, res *ConvergeResult) error {
-	// Finding none must stay cheap on a large store: one pass over the instances; the LRPs
-	// found are then locked and looked at again.
-	var guids pq.StringArray
-	if err := s.db.SelectContext(ctx, &guids, `SELECT DISTINCT d.process_guid FROM (
-    SELECT a.process_guid, a.instance_index FROM actual_lrps a
-    WHERE a.presence = 'ORDINARY' AND NOT a.retiring
-    GROUP BY a.process_guid, a.instance_index HAVING count(*) > 1) d
-JOIN desired_lrps l ON l.process_guid = d.process_guid AND d.instance_index < l.instances
-WHERE NOT EXISTS (SELECT 1 FROM rollouts r WHERE r.process_guid = d.process_guid AND r.state IN `+inProgressStates+`)`); err != nil {
-		return err
-	}
+//
+// guids are the LRPs findIndexCandidates found with a duplicated index.
+func (s *Store) removeDuplicates(ctx context.Context, res *ConvergeResult, guids []string) error {
 	if len(guids) == 0 {
 		return nil
 	}
@@ -72,7 +104,7 @@ WHERE NOT EXISTS (SELECT 1 FROM rollouts r WHERE r.process_guid = d.process_guid
     WHERE l.process_guid = ANY($1) AND a.presence = 'ORDINARY' AND NOT a.retiring
       AND NOT EXISTS (SELECT 1 FROM rollouts r WHERE r.process_guid = l.process_guid AND r.state IN `+inProgressStates+`)) ranked
 WHERE rank > 1
-ORDER BY process_guid, definition_id, instance_index`, guids); err != nil {
+ORDER BY process_guid, definition_id, instance_index`, pq.StringArray(guids)); err != nil {
 			return err
 		}
 		if len(dups) == 0 {
