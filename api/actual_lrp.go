@@ -19,7 +19,7 @@ type ActualLRPStore interface {
 // lifecycleHandlers.
 type actualLRPHandlers struct {
 	store   ActualLRPStore
-	stopper *instanceStopper
+	retirer *Retirer
 }
 
 type actualLRPFilterRequest struct {
@@ -92,10 +92,17 @@ func (h *actualLRPHandlers) eachActualLRP(ctx context.Context, req *actualLRPFil
 	return h.store.EachActualLRP(ctx, req.ActualLRPFilter, yield)
 }
 
-// eachActualLRPGroup yields one group per (process guid, definition id, index): the store
-// lists the instances of a slot next to each other, so each group is complete when the
-// next slot begins.
 func (h *actualLRPHandlers) eachActualLRPGroup(ctx context.Context, req *actualLRPGroupsFilterRequest, yield func(*model.ActualLRPGroup) error) error {
+	return EachActualLRPGroup(func(fn func(*model.ActualLRP) error) error {
+		return h.store.EachActualLRP(ctx, model.ActualLRPFilter{Domain: req.Domain, CellID: req.CellID}, fn)
+	}, yield)
+}
+
+// EachActualLRPGroup yields one group (model.GroupActualLRPs) per (process guid, definition
+// id, index) of the instances each walks, in the store's order, as they come: the store lists
+// the instances of a slot next to each other, so each group is complete when the next slot
+// begins, and a list of the fleet's groups holds one slot in memory, not the fleet.
+func EachActualLRPGroup(each func(fn func(*model.ActualLRP) error) error, yield func(*model.ActualLRPGroup) error) error {
 	var slot []model.ActualLRP
 	flush := func() error {
 		if len(slot) == 0 {
@@ -109,7 +116,7 @@ func (h *actualLRPHandlers) eachActualLRPGroup(ctx context.Context, req *actualL
 		slot = nil
 		return nil
 	}
-	err := h.store.EachActualLRP(ctx, model.ActualLRPFilter{Domain: req.Domain, CellID: req.CellID}, func(a *model.ActualLRP) error {
+	err := each(func(a *model.ActualLRP) error {
 		if len(slot) > 0 && (slot[0].ProcessGUID != a.ProcessGUID || slot[0].DefinitionID != a.DefinitionID || slot[0].Index != a.Index) {
 			if err := flush(); err != nil {
 				return err
@@ -146,15 +153,8 @@ func (h *actualLRPHandlers) actualLRPGroupByProcessGUIDAndIndex(ctx context.Cont
 }
 
 func (h *actualLRPHandlers) retireActualLRP(ctx context.Context, req *retireRequest) (emptyResponse, error) {
-	toStop, err := h.store.RetireActualLRP(ctx, model.ActualLRPKey{
+	return emptyResponse{}, h.retirer.Retire(ctx, model.ActualLRPKey{
 		ProcessGUID: req.Key.ProcessGUID, DefinitionID: req.Key.DefinitionID,
 		Index: *req.Key.Index, Domain: req.Key.Domain,
 	})
-	if err != nil {
-		return emptyResponse{}, err
-	}
-	if toStop != nil {
-		h.stopper.stop(ctx, []model.ActualLRP{*toStop})
-	}
-	return emptyResponse{}, nil
 }

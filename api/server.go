@@ -57,7 +57,7 @@ func NewServer(store Store, stopper Stopper, log *zap.Logger) *Server {
 		domains:     &domainHandlers{store: store},
 		desired:     desired,
 		deployments: &lrpDeploymentHandlers{store: store, desired: desired, rollouts: s.rollouts},
-		actual:      &actualLRPHandlers{store: store, stopper: stops},
+		actual:      &actualLRPHandlers{store: store, retirer: &Retirer{store: store, stopper: stops}},
 		rollouts:    s.rollouts,
 		cells:       &cellHandlers{store: store},
 		lifecycle:   &lifecycleHandlers{store: store, log: log},

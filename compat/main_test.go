@@ -30,6 +30,8 @@ type devSystem struct {
 	bbsBin string
 	// protocolURL is the BBS-protocol listener, e.g. http://127.0.0.1:20123.
 	protocolURL string
+	// apiURL is our JSON API, for what the listener does not serve yet (desiring LRPs).
+	apiURL string
 	// dbURL is the PostgreSQL database the dev mode started, for other processes (`bbs api`).
 	dbURL string
 	// temporal is the Temporal frontend's host:port.
@@ -133,6 +135,7 @@ func startDev(bin, temporal, dataDir string) (*devSystem, error) {
 	s := &devSystem{
 		bbsBin:      bin,
 		protocolURL: fmt.Sprintf("http://127.0.0.1:%d", bbsPort),
+		apiURL:      fmt.Sprintf("http://127.0.0.1:%d", apiPort),
 		dbURL:       fmt.Sprintf("postgres://postgres@127.0.0.1:%d/bbs?sslmode=disable", pgPort),
 		temporal:    fmt.Sprintf("127.0.0.1:%d", tPort),
 		proc:        p,

@@ -25,6 +25,15 @@ var served = map[string]bool{
 	bbs.DomainsRoute_r0:      true,
 	bbs.UpsertDomainRoute_r0: true,
 	bbs.CellsRoute_r0:        true,
+
+	bbs.ActualLRPsRoute_r0:                          true,
+	bbs.ActualLRPsByProcessGuidsRoute_r0:            true,
+	bbs.ActualLRPGroupsRoute_r0:                     true,
+	bbs.ActualLRPGroupsByProcessGuidRoute_r0:        true,
+	bbs.ActualLRPGroupByProcessGuidAndIndexRoute_r0: true,
+	bbs.RetireActualLRPRoute_r0:                     true,
+	bbs.LRPInstanceEventStreamRoute_r1:              true,
+	bbs.LRPGroupEventStreamRoute_r1:                 true,
 }
 
 // isEventStream says whether a route of the real client is one of BBS's SSE streams.

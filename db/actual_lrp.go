@@ -29,12 +29,25 @@ type actualRow struct {
 	ModificationEpoch string `db:"modification_epoch"`
 	ModificationIndex uint32 `db:"modification_index"`
 	// Retiring marks an instance handed to its cell to stop for good (see migration 0004).
-	Retiring bool `db:"retiring"`
+	Retiring         bool   `db:"retiring"`
+	AvailabilityZone string `db:"availability_zone"`
+	PreferredAddress string `db:"preferred_address"`
 }
 
 const actualColumns = `process_guid, definition_id, instance_index, presence, domain, state,
     instance_guid, cell_id, address, ports, instance_address, placement_error, since,
-    crash_count, crash_reason, modification_epoch, modification_index, retiring`
+    crash_count, crash_reason, modification_epoch, modification_index, retiring,
+    availability_zone, preferred_address`
+
+// cellZone is the SQL for the zone of an instance moving to the cell named by the SQL
+// expression newCell, in an UPDATE of actual_lrps (whose cell_id and availability_zone are
+// the row's before the update): the zone recorded when the instance came to its cell stays
+// while it keeps that cell; a new cell's zone is read from its presence; no cell, no zone.
+func cellZone(newCell string) string {
+	return `CASE WHEN ` + newCell + ` = '' THEN ''
+    WHEN ` + newCell + ` = cell_id AND availability_zone <> '' THEN availability_zone
+    ELSE coalesce((SELECT c.zone FROM cells c WHERE c.cell_id = ` + newCell + `), '') END`
+}
 
 func (r *actualRow) model() (model.ActualLRP, error) {
 	a := model.ActualLRP{
@@ -42,15 +55,17 @@ func (r *actualRow) model() (model.ActualLRP, error) {
 			ProcessGUID: r.ProcessGUID, DefinitionID: r.DefinitionID, Index: r.Index, Domain: r.Domain,
 		},
 		ActualLRPInstanceKey: model.ActualLRPInstanceKey{InstanceGUID: r.InstanceGUID, CellID: r.CellID},
-		ActualLRPNetInfo:     model.ActualLRPNetInfo{Address: r.Address, InstanceAddress: r.InstanceAddress},
-		State:                r.State,
-		PlacementError:       r.PlacementError,
-		Since:                r.Since,
-		CrashCount:           r.CrashCount,
-		CrashReason:          r.CrashReason,
-		Presence:             r.Presence,
-		ModificationTag:      model.ModificationTag{Epoch: r.ModificationEpoch, Index: r.ModificationIndex},
-		Retiring:             r.Retiring,
+		ActualLRPNetInfo: model.ActualLRPNetInfo{Address: r.Address, InstanceAddress: r.InstanceAddress,
+			PreferredAddress: r.PreferredAddress},
+		State:            r.State,
+		PlacementError:   r.PlacementError,
+		Since:            r.Since,
+		CrashCount:       r.CrashCount,
+		CrashReason:      r.CrashReason,
+		Presence:         r.Presence,
+		ModificationTag:  model.ModificationTag{Epoch: r.ModificationEpoch, Index: r.ModificationIndex},
+		AvailabilityZone: r.AvailabilityZone,
+		Retiring:         r.Retiring,
 	}
 	ports, err := decodePorts(r.Ports)
 	if err != nil {
@@ -183,7 +198,8 @@ ORDER BY process_guid, instance_index, definition_id, presence`,
 		r.Ports = r.Ports[:0]
 		if err := rows.Scan(&r.ProcessGUID, &r.DefinitionID, &r.Index, &r.Presence, &r.Domain, &r.State,
 			&r.InstanceGUID, &r.CellID, &r.Address, &r.Ports, &r.InstanceAddress, &r.PlacementError, &r.Since,
-			&r.CrashCount, &r.CrashReason, &r.ModificationEpoch, &r.ModificationIndex, &r.Retiring); err != nil {
+			&r.CrashCount, &r.CrashReason, &r.ModificationEpoch, &r.ModificationIndex, &r.Retiring,
+			&r.AvailabilityZone, &r.PreferredAddress); err != nil {
 			return mapError(err)
 		}
 		a, err := r.model()

@@ -189,6 +189,7 @@ func writeInstances(ctx context.Context, tx *sqlx.Tx, lrps []model.ActualLRP) ([
 	n := len(lrps)
 	guids, defs, states, igs, cells := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	addrs, ports, iaddrs, perrs, reasons := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	prefs := make([]string, n)
 	indices, since, crashes := make([]int64, n), make([]int64, n), make([]int64, n)
 	for i := range lrps {
 		a := &lrps[i]
@@ -199,20 +200,22 @@ func writeInstances(ctx context.Context, tx *sqlx.Tx, lrps []model.ActualLRP) ([
 		guids[i], defs[i], indices[i], states[i] = a.ProcessGUID, a.DefinitionID, int64(a.Index), string(a.State)
 		igs[i], cells[i], addrs[i], ports[i], iaddrs[i] = a.InstanceGUID, a.CellID, a.Address, string(p), a.InstanceAddress
 		perrs[i], since[i], crashes[i], reasons[i] = a.PlacementError, a.Since, int64(a.CrashCount), a.CrashReason
+		prefs[i] = a.PreferredAddress
 	}
 	var rows []actualRow
 	err := tx.SelectContext(ctx, &rows, `UPDATE actual_lrps SET
     state = u.u_state, instance_guid = u.u_ig, cell_id = u.u_cell, address = u.u_addr, ports = u.u_ports::jsonb,
     instance_address = u.u_iaddr, placement_error = u.u_perr, since = u.u_since, crash_count = u.u_crashes,
-    crash_reason = u.u_reason, modification_index = modification_index + 1
+    crash_reason = u.u_reason, preferred_address = u.u_pref, availability_zone = `+cellZone("u.u_cell")+`,
+    modification_index = modification_index + 1
 FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-            $9::text[], $10::text[], $11::bigint[], $12::int[], $13::text[])
-    AS u(u_guid, u_def, u_index, u_state, u_ig, u_cell, u_addr, u_ports, u_iaddr, u_perr, u_since, u_crashes, u_reason)
+            $9::text[], $10::text[], $11::bigint[], $12::int[], $13::text[], $14::text[])
+    AS u(u_guid, u_def, u_index, u_state, u_ig, u_cell, u_addr, u_ports, u_iaddr, u_perr, u_since, u_crashes, u_reason, u_pref)
 WHERE process_guid = u.u_guid AND definition_id = u.u_def AND instance_index = u.u_index AND presence = 'ORDINARY'
 RETURNING `+actualColumns,
 		pq.StringArray(guids), pq.StringArray(defs), pq.Int64Array(indices), pq.StringArray(states), pq.StringArray(igs),
 		pq.StringArray(cells), pq.StringArray(addrs), pq.StringArray(ports), pq.StringArray(iaddrs), pq.StringArray(perrs),
-		pq.Int64Array(since), pq.Int64Array(crashes), pq.StringArray(reasons))
+		pq.Int64Array(since), pq.Int64Array(crashes), pq.StringArray(reasons), pq.StringArray(prefs))
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ func checkTag(row *actualRow, tag *model.ModificationTag) error {
 }
 
 // writeInstance stores every mutable field of a, bumping its modification index, and returns
-// the stored instance.
+// the stored instance. The availability zone is not a's but the cell's (cellZone).
 func writeInstance(ctx context.Context, tx *sqlx.Tx, a *model.ActualLRP) (model.ActualLRP, error) {
 	ports, err := portsJSON(a.Ports)
 	if err != nil {
@@ -49,12 +49,12 @@ func writeInstance(ctx context.Context, tx *sqlx.Tx, a *model.ActualLRP) (model.
 	var row actualRow
 	err = tx.GetContext(ctx, &row, `UPDATE actual_lrps SET
     state = $5, instance_guid = $6, cell_id = $7, address = $8, ports = $9, instance_address = $10,
-    placement_error = $11, since = $12, crash_count = $13, crash_reason = $14,
-    modification_index = modification_index + 1
+    placement_error = $11, since = $12, crash_count = $13, crash_reason = $14, preferred_address = $15,
+    availability_zone = `+cellZone("$7")+`, modification_index = modification_index + 1
 WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND presence = $4
 RETURNING `+actualColumns,
 		a.ProcessGUID, a.DefinitionID, a.Index, a.Presence, a.State, a.InstanceGUID, a.CellID, a.Address,
-		ports, a.InstanceAddress, a.PlacementError, a.Since, a.CrashCount, a.CrashReason)
+		ports, a.InstanceAddress, a.PlacementError, a.Since, a.CrashCount, a.CrashReason, a.PreferredAddress)
 	if err != nil {
 		return model.ActualLRP{}, err
 	}
@@ -163,10 +163,12 @@ func (s *Store) createRunning(ctx context.Context, tx *sqlx.Tx, key model.Actual
 	}
 	var row actualRow
 	err = tx.GetContext(ctx, &row, `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain,
-    state, instance_guid, cell_id, address, ports, instance_address, since, modification_epoch)
-VALUES ($1, $2, $3, $4, 'RUNNING', $5, $6, $7, $8, $9, $10, gen_random_uuid()::text)
+    state, instance_guid, cell_id, address, ports, instance_address, preferred_address, since, modification_epoch,
+    availability_zone)
+VALUES ($1, $2, $3, $4, 'RUNNING', $5, $6, $7, $8, $9, $10, $11, gen_random_uuid()::text,
+    coalesce((SELECT c.zone FROM cells c WHERE c.cell_id = $6), ''))
 RETURNING `+actualColumns, key.ProcessGUID, key.DefinitionID, key.Index, key.Domain, ik.InstanceGUID, ik.CellID,
-		net.Address, ports, net.InstanceAddress, s.nowNanos())
+		net.Address, ports, net.InstanceAddress, net.PreferredAddress, s.nowNanos())
 	if err != nil {
 		return model.ActualLRP{}, err
 	}
@@ -215,7 +217,7 @@ func (s *Store) CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik m
 			if err := deleteInstance(ctx, tx, &before); err != nil {
 				return model.ActualLRP{}, err
 			}
-			return after, appendEvents(ctx, tx, event(model.EventActualLRPCrashed, after), event(model.EventActualLRPRemoved, before))
+			return after, appendEvents(ctx, tx, crashed(before, after), event(model.EventActualLRPRemoved, before))
 		}
 		// Seed 000: a restart outside the rolling walk uses the healthy definition — unless
 		// another instance holds this index (the walk is replacing it right now).
@@ -233,7 +235,7 @@ WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND prese
 		if err != nil {
 			return out, err
 		}
-		return out, appendEvents(ctx, tx, event(model.EventActualLRPCrashed, out), changed(model.EventActualLRPChanged, before, out))
+		return out, appendEvents(ctx, tx, crashed(before, out), changed(model.EventActualLRPChanged, before, out))
 	})
 }
 

@@ -1,6 +1,7 @@
 package db_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/updatable-lrps/bbs/db"
@@ -105,6 +106,12 @@ func TestCrashDance(t *testing.T) {
 	if n := events(t, s, model.EventActualLRPCrashed); n != 4 {
 		t.Fatalf("crashed events = %d, want 4", n)
 	}
+	// A crash report names the incarnation that crashed, which the crash takes off its cell.
+	c := lastCrash(t, s)
+	if c.State != model.StateCrashed || c.CrashCount != 4 || c.CellID != "" ||
+		c.Before.ActualLRPInstanceKey != cellA || c.Before.State != model.StateRunning {
+		t.Fatalf("crash event = %+v", c)
+	}
 	_, err := s.CrashActualLRP(ctx, k, cellA, "again", nil)
 	wantType(t, err, model.ErrCannotBeCrashed)
 }
@@ -125,6 +132,24 @@ func TestCrashOfAnInstanceNoLongerDesiredRemovesIt(t *testing.T) {
 	if n := count(t, s, `SELECT count(*) FROM actual_lrps WHERE instance_index = 1`); n != 0 {
 		t.Fatal("the crashed instance beyond the count was kept")
 	}
+	if c := lastCrash(t, s); c.Before.ActualLRPInstanceKey != cellA || c.CrashReason != "stopped" || c.CrashCount != 1 {
+		t.Fatalf("crash event = %+v", c)
+	}
+}
+
+// lastCrash is the data of the newest crash event.
+func lastCrash(t *testing.T, s *db.Store) model.Crash {
+	t.Helper()
+	var data []byte
+	if err := s.DB().GetContext(ctx, &data, `SELECT data FROM events WHERE name = $1 ORDER BY id DESC LIMIT 1`,
+		model.EventActualLRPCrashed); err != nil {
+		t.Fatal(err)
+	}
+	var c model.Crash
+	if err := json.Unmarshal(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func TestFailAndRemove(t *testing.T) {

@@ -244,7 +244,7 @@ SELECT id FROM ids WHERE id IS NOT NULL
 		onMissing := `a.presence = 'ORDINARY' AND a.cell_id = ANY($1) AND NOT ` + cellFresh + ` AND ` + desired
 		claims, err := transition(ctx, tx, onMissing+` AND a.state = 'CLAIMED'`,
 			`state = 'UNCLAIMED', instance_guid = '', cell_id = '', address = '', ports = '[]',
-    instance_address = '', placement_error = '', since = $2`, missing, now)
+    instance_address = '', preferred_address = '', availability_zone = '', placement_error = '', since = $2`, missing, now)
 		if err != nil {
 			return err
 		}

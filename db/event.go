@@ -31,6 +31,11 @@ func changed[T any](name string, before, after T) pendingEvent {
 	return pendingEvent{name: name, data: model.Change[T]{Before: before, After: after}}
 }
 
+// crashed is the crash event of before, which crashed and became after.
+func crashed(before, after model.ActualLRP) pendingEvent {
+	return pendingEvent{name: model.EventActualLRPCrashed, data: model.Crash{ActualLRP: after, Before: before}}
+}
+
 func instanceEvents(name string, lrps []model.ActualLRP) []pendingEvent {
 	out := make([]pendingEvent, len(lrps))
 	for i := range lrps {

@@ -33,17 +33,31 @@ type ActualLRPInstanceKey struct {
 	CellID       string `json:"cell_id,omitempty"`
 }
 
-// PortMapping maps a container port to the host port that reaches it.
+// PortMapping maps a container port to the host port that reaches it, and, when the cell
+// runs a TLS proxy in front of the port (BBS's rep does; our cells do not yet), the proxy's
+// port inside the container and on the host.
 type PortMapping struct {
-	ContainerPort uint32 `json:"container_port"`
-	HostPort      uint32 `json:"host_port"`
+	ContainerPort         uint32 `json:"container_port"`
+	HostPort              uint32 `json:"host_port"`
+	ContainerTLSProxyPort uint32 `json:"container_tls_proxy_port,omitempty"`
+	HostTLSProxyPort      uint32 `json:"host_tls_proxy_port,omitempty"`
 }
+
+// Preferred addresses of an instance: which of its net info's addresses routers should use.
+// Empty is BBS's UNKNOWN (the router decides).
+const (
+	PreferredAddressInstance = "INSTANCE"
+	PreferredAddressHost     = "HOST"
+)
 
 // ActualLRPNetInfo is where a running instance can be reached.
 type ActualLRPNetInfo struct {
 	Address         string        `json:"address,omitempty"`
 	Ports           []PortMapping `json:"ports,omitempty"`
 	InstanceAddress string        `json:"instance_address,omitempty"`
+	// PreferredAddress is "", PreferredAddressInstance or PreferredAddressHost, as the cell
+	// reports it.
+	PreferredAddress string `json:"preferred_address,omitempty"`
 }
 
 // ActualLRP is one instance of an LRP as the store knows it.
@@ -58,10 +72,20 @@ type ActualLRP struct {
 	CrashReason     string          `json:"crash_reason,omitempty"`
 	Presence        string          `json:"presence"`
 	ModificationTag ModificationTag `json:"modification_tag"`
+	// AvailabilityZone is the zone of the instance's cell, recorded when the cell claims or
+	// starts it (and cleared with its cell): clients read it without knowing the cells.
+	AvailabilityZone string `json:"availability_zone,omitempty"`
 	// Retiring is set once the instance has been handed to its cell to stop for good (a
 	// rollout replacing it, a scale-down, a retire): routers deregister it at once, and the
 	// cell stops it only after a drain time, so that no request reaches a stopping instance.
 	Retiring bool `json:"retiring,omitempty"`
+}
+
+// Routable reports whether routers may send the instance traffic: it is RUNNING and not being
+// retired (a retiring instance is deregistered before its cell stops it). Readiness checks,
+// once definitions carry them, will have a say too.
+func (a *ActualLRP) Routable() bool {
+	return a.State == StateRunning && !a.Retiring
 }
 
 // AllowsTransitionTo reports whether BBS's state machine lets the instance move to state

@@ -31,11 +31,20 @@ func (a *ActualLRP) AppendJSON(b []byte) []byte {
 			b = strconv.AppendUint(b, uint64(p.ContainerPort), 10)
 			b = append(b, `,"host_port":`...)
 			b = strconv.AppendUint(b, uint64(p.HostPort), 10)
+			if p.ContainerTLSProxyPort != 0 {
+				b = append(b, `,"container_tls_proxy_port":`...)
+				b = strconv.AppendUint(b, uint64(p.ContainerTLSProxyPort), 10)
+			}
+			if p.HostTLSProxyPort != 0 {
+				b = append(b, `,"host_tls_proxy_port":`...)
+				b = strconv.AppendUint(b, uint64(p.HostTLSProxyPort), 10)
+			}
 			b = append(b, '}')
 		}
 		b = append(b, ']')
 	}
 	b = appendOptionalString(b, `,"instance_address":`, a.InstanceAddress)
+	b = appendOptionalString(b, `,"preferred_address":`, a.PreferredAddress)
 	b = append(b, `,"state":`...)
 	b = appendJSONString(b, a.State)
 	b = appendOptionalString(b, `,"placement_error":`, a.PlacementError)
@@ -51,6 +60,7 @@ func (a *ActualLRP) AppendJSON(b []byte) []byte {
 	b = append(b, `,"index":`...)
 	b = strconv.AppendUint(b, uint64(a.ModificationTag.Index), 10)
 	b = append(b, '}')
+	b = appendOptionalString(b, `,"availability_zone":`, a.AvailabilityZone)
 	if a.Retiring {
 		b = append(b, `,"retiring":true`...)
 	}

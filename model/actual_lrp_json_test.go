@@ -24,23 +24,29 @@ func TestAppendJSONIsEncodingJSON(t *testing.T) {
 	full := ActualLRP{
 		ActualLRPKey:         ActualLRPKey{ProcessGUID: "p", DefinitionID: "d", Index: 3, Domain: "cf-apps"},
 		ActualLRPInstanceKey: ActualLRPInstanceKey{InstanceGUID: "ig", CellID: "cell-1"},
-		ActualLRPNetInfo: ActualLRPNetInfo{Address: "10.0.0.1", InstanceAddress: "10.0.0.2",
-			Ports: []PortMapping{{ContainerPort: 8080, HostPort: 61001}, {ContainerPort: 2222, HostPort: 4294967295}}},
+		ActualLRPNetInfo: ActualLRPNetInfo{Address: "10.0.0.1", InstanceAddress: "10.0.0.2", PreferredAddress: PreferredAddressHost,
+			Ports: []PortMapping{{ContainerPort: 8080, HostPort: 61001, ContainerTLSProxyPort: 61443, HostTLSProxyPort: 61002},
+				{ContainerPort: 2222, HostPort: 4294967295}}},
 		State: StateRunning, PlacementError: "x", Since: -1, CrashCount: 2147483647, CrashReason: "boom",
-		Presence: PresenceOrdinary, ModificationTag: ModificationTag{Epoch: "e", Index: 4294967295}, Retiring: true,
+		Presence: PresenceOrdinary, ModificationTag: ModificationTag{Epoch: "e", Index: 4294967295}, AvailabilityZone: "z1",
+		Retiring: true,
 	}
 	cases := []ActualLRP{{}, full}
 	for range 2000 {
 		a := ActualLRP{
 			ActualLRPKey:         ActualLRPKey{ProcessGUID: str(), DefinitionID: str(), Index: rng.Int32() - rng.Int32(), Domain: str()},
 			ActualLRPInstanceKey: ActualLRPInstanceKey{InstanceGUID: str(), CellID: str()},
-			ActualLRPNetInfo:     ActualLRPNetInfo{Address: str(), InstanceAddress: str()},
+			ActualLRPNetInfo:     ActualLRPNetInfo{Address: str(), InstanceAddress: str(), PreferredAddress: str()},
 			State:                str(), PlacementError: str(), Since: rng.Int64() - rng.Int64(), CrashCount: rng.Int32(),
 			CrashReason: str(), Presence: str(), ModificationTag: ModificationTag{Epoch: str(), Index: rng.Uint32()},
-			Retiring: rng.IntN(2) == 0,
+			AvailabilityZone: str(), Retiring: rng.IntN(2) == 0,
 		}
 		for range rng.IntN(3) {
-			a.Ports = append(a.Ports, PortMapping{ContainerPort: rng.Uint32(), HostPort: rng.Uint32()})
+			p := PortMapping{ContainerPort: rng.Uint32(), HostPort: rng.Uint32()}
+			if rng.IntN(2) == 0 {
+				p.ContainerTLSProxyPort, p.HostTLSProxyPort = rng.Uint32N(3), rng.Uint32N(3)
+			}
+			a.Ports = append(a.Ports, p)
 		}
 		cases = append(cases, a)
 	}

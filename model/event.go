@@ -27,3 +27,12 @@ type Change[T any] struct {
 	Before T `json:"before"`
 	After  T `json:"after"`
 }
+
+// Crash is the data of an actual_lrp_instance_crashed event: the instance as the crash left
+// it (its JSON model, like every instance event's data) and, under "before", the instance
+// that crashed. The crash clears the instance key, which a report of the crash must still
+// name (BBS's ActualLRPCrashedEvent carries the crashed incarnation's instance key and cell).
+type Crash struct {
+	ActualLRP
+	Before ActualLRP `json:"before"`
+}

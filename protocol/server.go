@@ -25,21 +25,35 @@ type Store interface {
 	api.Pinger
 	api.DomainStore
 	api.CellStore
+	api.ActualLRPStore
 }
 
 // Server answers the BBS protocol.
 type Server struct {
-	store Store
-	log   *zap.Logger
-	ready atomic.Bool
-	mux   *http.ServeMux
+	store   Store
+	log     *zap.Logger
+	ready   atomic.Bool
+	mux     *http.ServeMux
+	retirer *api.Retirer
+	streams eventStreams
 }
 
 // NewServer builds the protocol server over store. It answers 503 with no body, as BBS does,
-// until MarkReady is called (after migrations).
+// until MarkReady is called (after migrations). Retired instances that need a stop are left
+// to convergence until WithStopper names who stops them; the event streams answer 503 until
+// WithEvents gives them events.
 func NewServer(store Store, log *zap.Logger) *Server {
 	s := &Server{store: store, log: log.Named("bbs-protocol"), mux: http.NewServeMux()}
+	s.retirer = api.NewRetirer(store, nil, s.log)
+	s.streams.closing = make(chan struct{})
 	s.routes()
+	return s
+}
+
+// WithStopper lets retire hand CLAIMED and RUNNING instances to their cells to stop, as the
+// JSON API's retire does.
+func (s *Server) WithStopper(stopper api.Stopper) *Server {
+	s.retirer = api.NewRetirer(s.store, stopper, s.log)
 	return s
 }
 

@@ -70,9 +70,10 @@ func instanceKey(a *model.ActualLRP) string {
 	return fmt.Sprintf("%s/%d/%s", a.DefinitionID, a.Index, a.Presence)
 }
 
-// routable is whether an instance may take traffic: RUNNING, not retiring.
+// routable is whether an instance may take traffic: routable by the model's rule, and with
+// an address to send it to.
 func routable(a *model.ActualLRP) bool {
-	return a.State == model.StateRunning && !a.Retiring && a.Address != ""
+	return a.Routable() && a.Address != ""
 }
 
 // Replace swaps in a whole new state (a resync).

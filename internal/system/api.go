@@ -83,8 +83,10 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	}
 	var protocolServer *protocol.Server
 	if cfg.ProtocolListener != nil {
-		protocolServer = protocol.NewServer(cfg.Store, log)
+		protocolServer = protocol.NewServer(cfg.Store, log).WithStopper(stopper).WithEvents(hub)
 		a.protocol = serveHTTP(cfg.ProtocolListener, cmp.Or(cfg.ProtocolScheme, "http"), protocolServer, log)
+		// Shutting down waits for the handlers, and an event stream's ends only when told.
+		a.protocol.srv.RegisterOnShutdown(protocolServer.CloseStreams)
 	}
 	if err := cfg.Store.Migrate(ctx); err != nil {
 		a.Stop()
