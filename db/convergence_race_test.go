@@ -311,16 +311,30 @@ AND definition_id = $2 AND presence = 'ORDINARY'`, c.index, other) == 1
 // did not know locks them the other way round (the instance, then the LRP, to make its
 // definition healthy). When the two meet, PostgreSQL aborts one of them; the pass, aborted
 // here because it waited first, tries again and finds the index filled.
+//
+// Which of two deadlocked transactions PostgreSQL aborts depends on whose deadlock_timeout
+// runs out first once both wait: the test makes it the pass's, whatever the machine's load,
+// by giving new sessions of its database 5 s (the pass waits first, and the report starts
+// waiting well within that) and the report a minute. That needs a superuser (the throwaway
+// cluster's; a DATABASE_URL of a plain role skips the test, saying so).
 func TestConvergeRetriesWhenADeadlockAbortsIt(t *testing.T) {
 	s := dbtest.NewStore(t)
 	desire(t, s, newLRP("app", 2))
 	exec(t, s, `DELETE FROM actual_lrps WHERE instance_index = 1`)
+	if _, err := s.DB().ExecContext(ctx, `DO $$ BEGIN
+EXECUTE format('ALTER DATABASE %I SET deadlock_timeout = %L', current_database(), '5s'); END $$`); err != nil {
+		t.Skipf("pacing deadlock detection needs a superuser: %v", err)
+	}
+	s.DB().SetMaxIdleConns(0) // every session from here on is new, with the database's setting
 
 	report, err := s.DB().BeginTxx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer report.Rollback()
+	if _, err := report.ExecContext(ctx, `SET LOCAL deadlock_timeout = '60s'`); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := report.ExecContext(ctx, `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain, state,
     instance_guid, cell_id, since, modification_epoch)
 VALUES ('app', 'app', 1, 'cf-apps', 'RUNNING', 'ig', 'cell-1', 1, 'e')`); err != nil {
