@@ -50,6 +50,8 @@ type ConvergeOutput struct {
 	Suspected          int `json:"suspected"`
 	SuspectsRemoved    int `json:"suspects_removed"`
 	MissingIndices     int `json:"missing_indices"`
+	DuplicatesRemoved  int `json:"duplicates_removed,omitempty"`
+	DuplicatesToStop   int `json:"duplicates_to_stop,omitempty"`
 	ExtrasRemoved      int `json:"extras_removed"`
 	ExtrasToStop       int `json:"extras_to_stop"`
 	CrashedRestarted   int `json:"crashed_restarted"`
@@ -90,6 +92,7 @@ func (c *Converger) Converge(ctx context.Context, in ConvergeInput) (ConvergeOut
 	out := ConvergeOutput{
 		MissingCellClaims: res.MissingCellClaims, Suspected: res.Suspected, SuspectsRemoved: res.SuspectsRemoved,
 		MissingIndices: res.MissingIndices, ExtrasRemoved: res.ExtrasRemoved, ExtrasToStop: res.ExtrasToStop,
+		DuplicatesRemoved: res.DuplicatesRemoved, DuplicatesToStop: res.DuplicatesToStop,
 		CrashedRestarted: res.CrashedRestarted, StaleUnclaimed: res.StaleUnclaimed,
 		DefinitionsRetired: res.DefinitionsRetired, DefinitionsPruned: res.DefinitionsPruned,
 		EventsPruned: res.EventsPruned,
@@ -115,6 +118,7 @@ func (c *Converger) Converge(ctx context.Context, in ConvergeInput) (ConvergeOut
 		zap.Int("missing_cell_claims", out.MissingCellClaims), zap.Int("suspected", out.Suspected),
 		zap.Int("suspects_removed", out.SuspectsRemoved), zap.Int("missing_indices", out.MissingIndices),
 		zap.Int("extras_removed", out.ExtrasRemoved), zap.Int("extras_to_stop", out.ExtrasToStop),
+		zap.Int("duplicates_removed", out.DuplicatesRemoved), zap.Int("duplicates_to_stop", out.DuplicatesToStop),
 		zap.Int("crashed_restarted", out.CrashedRestarted), zap.Int("stale_unclaimed", out.StaleUnclaimed),
 		zap.Int("definitions_retired", out.DefinitionsRetired), zap.Int("definitions_pruned", out.DefinitionsPruned),
 		zap.Int("events_pruned", out.EventsPruned),

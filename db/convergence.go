@@ -49,6 +49,9 @@ type ConvergeResult struct {
 	SuspectsRemoved int
 	// MissingIndices are UNCLAIMED instances created for indices that had none.
 	MissingIndices int
+	// DuplicatesRemoved are records deleted, and DuplicatesToStop instances retired for their
+	// cells to stop, because another ordinary instance held their index outside a rollout.
+	DuplicatesRemoved, DuplicatesToStop int
 	// ExtrasRemoved are records of undesired instances deleted; ExtrasToStop are undesired
 	// instances left for their cells to stop and report.
 	ExtrasRemoved, ExtrasToStop int
@@ -89,13 +92,25 @@ func (s *Store) Converge(ctx context.Context, opts ConvergeOptions) (*ConvergeRe
 		opts.EventsKept = DefaultEventsKept
 	}
 	res := &ConvergeResult{}
+	// One scan finds the LRPs with duplicated indices and those with missing ones, for the
+	// steps that handle them under the LRPs' locks. reapMissingCells, between the two, leaves
+	// every index held: it makes an instance a suspect only beside its replacement.
+	var found indexCandidates
 	// Suspects go first: a suspect whose replacement runs must be gone before that
 	// replacement can itself become suspect at the same key.
 	steps := []func(context.Context, *ConvergeResult) error{
 		s.removeResolvedSuspects,
 		s.removeExtras,
+		func(ctx context.Context, r *ConvergeResult) (err error) {
+			if found, err = s.findIndexCandidates(ctx); err != nil {
+				return err
+			}
+			return s.removeDuplicates(ctx, r, found.duplicated)
+		},
 		s.reapMissingCells,
-		s.createMissingIndices,
+		func(ctx context.Context, r *ConvergeResult) error {
+			return s.createMissingIndices(ctx, r, found.missing)
+		},
 		func(ctx context.Context, r *ConvergeResult) error { return s.restartCrashed(ctx, r, policy) },
 		func(ctx context.Context, r *ConvergeResult) error {
 			return s.countStaleUnclaimed(ctx, r, opts.StaleUnclaimed)
@@ -269,19 +284,35 @@ RETURNING `+actualColumns, pq.StringArray(guids), pq.StringArray(defs), pq.Int32
 // createMissingIndices gives every index below an LRP's count that has no ORDINARY instance
 // of any definition an UNCLAIMED instance of the healthy definition (the active one before
 // any instance ever ran), as scaling up does.
-func (s *Store) createMissingIndices(ctx context.Context, res *ConvergeResult) error {
-	return s.inTx(ctx, func(tx *sqlx.Tx) error {
-		// ON CONFLICT: a concurrent writer (a scale-up, a cell's start report) may have
-		// created the instance since this statement's snapshot; theirs wins.
+//
+// It fills an index the way every other writer of an LRP does, under the LRP's row lock:
+// the free indices and the healthy definition are read after the lock is taken. Read before
+// it, a scale-up (which fills the free indices too) and a rollout's first RUNNING instance
+// (which changes the healthy definition) could both commit in between, and the index would
+// get the scale-up's instance of the new definition and this one of the old: a duplicate.
+//
+// guids are the LRPs findIndexCandidates found with a missing index: the common pass has
+// none, and only those are locked.
+func (s *Store) createMissingIndices(ctx context.Context, res *ConvergeResult, guids []string) error {
+	if len(guids) == 0 {
+		return nil
+	}
+	missing := `NOT EXISTS (SELECT 1 FROM actual_lrps a
+    WHERE a.process_guid = l.process_guid AND a.instance_index = i AND a.presence = 'ORDINARY' AND NOT a.retiring)`
+	return s.inTxRetried(ctx, func(tx *sqlx.Tx) error {
+		if err := lockLRPs(ctx, tx, guids); err != nil {
+			return err
+		}
+		// ON CONFLICT: a cell's start report of an instance the store did not know may have
+		// created it since (cells' reports do not take the LRP's lock); theirs wins.
 		created, err := selectActual(ctx, tx, `
 INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain, state, since, modification_epoch)
 SELECT l.process_guid, coalesce(l.healthy_definition_id, l.active_definition_id), i, l.domain,
     'UNCLAIMED', $1, gen_random_uuid()::text
 FROM desired_lrps l CROSS JOIN LATERAL generate_series(0, l.instances - 1) AS i
-WHERE NOT EXISTS (SELECT 1 FROM actual_lrps a
-    WHERE a.process_guid = l.process_guid AND a.instance_index = i AND a.presence = 'ORDINARY' AND NOT a.retiring)
+WHERE l.process_guid = ANY($2) AND `+missing+`
 ON CONFLICT DO NOTHING
-RETURNING `+actualColumns, s.nowNanos())
+RETURNING `+actualColumns, s.nowNanos(), pq.StringArray(guids))
 		if err != nil {
 			return err
 		}

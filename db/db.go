@@ -4,9 +4,12 @@ package db
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"strings"
 	"sync"
 	"time"
@@ -15,7 +18,7 @@ import (
 	"github.com/golang-migrate/migrate/v4/database/postgres"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jmoiron/sqlx"
-	_ "github.com/lib/pq" // the PostgreSQL driver
+	"github.com/lib/pq"
 	"github.com/updatable-lrps/bbs/model"
 	"go.uber.org/zap"
 )
@@ -30,6 +33,7 @@ type Store struct {
 	log           *zap.Logger
 	now           func() time.Time
 	restartPolicy model.RestartPolicy
+	jit           JITMode
 
 	notifyMu sync.Mutex
 	notifier *Notifier
@@ -49,12 +53,54 @@ func WithLogger(log *zap.Logger) Option {
 	}
 }
 
-// Open connects to the database at url and checks that it answers.
+// JITMode is how the store keeps PostgreSQL's JIT compilation off in its sessions: it costs
+// 100–200 ms on every query that reads the whole fleet and saves nothing on queries this
+// short. A jit parameter in the connection string is sent as it is, whatever the mode, and
+// an empty one (jit=) sends none, as JITServer does.
+type JITMode string
+
+const (
+	// JITStartup sends jit=off as a startup parameter of each connection: nothing more to
+	// send. PgBouncer refuses startup parameters it does not know (unless its
+	// ignore_startup_parameters names jit), so behind it use JITSession.
+	JITStartup JITMode = "startup"
+	// JITSession runs SET jit = off on each new connection, one round trip more per
+	// connection: it passes PgBouncer in session pooling mode.
+	JITSession JITMode = "session"
+	// JITServer leaves jit to the server's own settings (ALTER ROLE or ALTER DATABASE ... SET
+	// jit = off there): behind a pooler in transaction mode, where a session's SET would stay
+	// on a server connection other clients share.
+	JITServer JITMode = "server"
+)
+
+// ParseJITMode reads a JITMode (BBS_DB_JIT); empty means JITStartup.
+func ParseJITMode(s string) (JITMode, error) {
+	switch m := JITMode(s); m {
+	case "":
+		return JITStartup, nil
+	case JITStartup, JITSession, JITServer:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown JIT mode %q: startup, session or server", s)
+}
+
+// WithJIT says how the store turns JIT off; without it, JITStartup.
+func WithJIT(m JITMode) Option {
+	return func(s *Store) { s.jit = m }
+}
+
+// Open connects to the database at url (a postgres:// URL or PostgreSQL's key=value form)
+// and checks that it answers.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
-	d, err := sqlx.Open("postgres", withBinaryParameters(url))
+	s := &Store{url: url, log: zap.NewNop(), now: time.Now, restartPolicy: model.DefaultRestartPolicy(), jit: JITStartup}
+	for _, o := range opts {
+		o(s)
+	}
+	connector, err := connector(url, s.jit)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	d := sqlx.NewDb(sql.OpenDB(connector), "postgres")
 	d.SetMaxOpenConns(32)
 	d.SetMaxIdleConns(32) // as many as open: reconnecting costs PostgreSQL a fork
 	d.SetConnMaxIdleTime(5 * time.Minute)
@@ -62,10 +108,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		d.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
-	s := &Store{db: d, url: url, log: zap.NewNop(), now: time.Now, restartPolicy: model.DefaultRestartPolicy()}
-	for _, o := range opts {
-		o(s)
-	}
+	s.db = d
 	return s, nil
 }
 
@@ -144,6 +187,24 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	return mapError(tx.Commit())
 }
 
+// conflictAttempts is how often inTxRetried tries a transaction.
+const conflictAttempts = 3
+
+// inTxRetried is inTx, tried again when PostgreSQL aborted the transaction to break a
+// deadlock (or a serialization failure): for writers that lock many LRPs at once, which may
+// meet a single write that locks in the other order (an instance, then its LRP when the
+// instance makes a definition healthy). Each attempt is a fresh transaction, so fn must not
+// keep anything from an aborted one.
+func (s *Store) inTxRetried(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	var err error
+	for range conflictAttempts {
+		if err = s.inTx(ctx, fn); !model.IsType(err, model.ErrResourceConflict) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
 // SetRestartPolicy replaces the crash restart policy (tests and operators may shorten it).
 func (s *Store) SetRestartPolicy(p model.RestartPolicy) { s.restartPolicy = p }
 
@@ -153,28 +214,115 @@ func timeFromNanos(n int64) time.Time { return time.Unix(0, n) }
 // nowNanos is the time in BBS's `since` unit.
 func (s *Store) nowNanos() int64 { return s.now().UnixNano() }
 
-// withBinaryParameters asks lib/pq to send each query's parameters with the query itself
-// (one round trip) instead of preparing an unnamed statement first (two), and turns
-// PostgreSQL's JIT compilation off for the session: it costs 100–200 ms on every query that
-// reads the whole fleet and saves nothing on queries this short. Either can be overridden in
-// the URL. []byte parameters travel in binary format: pass JSON as a string (jsonText).
-func withBinaryParameters(url string) string {
-	return withParameter(withParameter(url, "binary_parameters", "yes"), "jit", "off")
+// connector is lib/pq's connector for dsn with the store's session settings: each query's
+// parameters travel with the query itself (binary_parameters: one round trip instead of
+// two, preparing an unnamed statement first) and JIT is off as jit says. The connection
+// string's own binary_parameters or jit, in either form, wins. []byte parameters travel in
+// binary format: pass JSON as a string (jsonText).
+func connector(dsn string, jit JITMode) (driver.Connector, error) {
+	dsn, err := withParameter(dsn, "binary_parameters", "yes")
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pq.NewConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	own, err := parameterIn(dsn, cfg, "jit")
+	if err != nil {
+		return nil, err
+	}
+	if own != nil && *own == "" {
+		// jit= with no value: send none, leave it to the server (as JITServer does).
+		delete(cfg.Runtime, "jit")
+	}
+	if own == nil {
+		switch jit {
+		case JITStartup:
+			cfg.Runtime["jit"] = "off"
+		case JITSession:
+			c, err := pq.NewConnectorConfig(cfg)
+			if err != nil {
+				return nil, err
+			}
+			return onConnect{Connector: c, setup: "SET jit = off"}, nil
+		case JITServer:
+		default:
+			return nil, fmt.Errorf("unknown JIT mode %q", jit)
+		}
+	}
+	return pq.NewConnectorConfig(cfg)
 }
 
-// withParameter adds name=value to a connection string, URL or key=value form, unless it
-// sets name already.
-func withParameter(url, name, value string) string {
-	if strings.Contains(url, name+"=") {
-		return url
+// parameterIn returns the value dsn (parsed as cfg) gives the run-time parameter name, or
+// nil when it gives none. A URL's empty value counts: lib/pq drops it from cfg.
+func parameterIn(dsn string, cfg pq.Config, name string) (*string, error) {
+	if isURL(dsn) {
+		u, err := neturl.Parse(dsn)
+		if err != nil {
+			return nil, errUnparseableURL
+		}
+		if q := u.Query(); q.Has(name) {
+			v := q.Get(name)
+			return &v, nil
+		}
+		return nil, nil
 	}
-	p := name + "=" + value
-	switch {
-	case !strings.Contains(url, "://"):
-		return url + " " + p
-	case strings.Contains(url, "?"):
-		return url + "&" + p
-	default:
-		return url + "?" + p
+	if v, ok := cfg.Runtime[name]; ok {
+		return &v, nil
 	}
+	return nil, nil
+}
+
+// isURL says whether lib/pq reads dsn as a URL rather than as key=value pairs.
+func isURL(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// errUnparseableURL stands for url.Parse's error, which would quote the URL, password and all.
+var errUnparseableURL = errors.New("the database URL does not parse")
+
+// onConnect runs setup on every connection it opens, before the pool hands it out:
+// database/sql has no hook of its own for that.
+type onConnect struct {
+	driver.Connector
+	setup string
+}
+
+func (c onConnect) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ex, ok := conn.(driver.ExecerContext)
+	if !ok {
+		conn.Close()
+		return nil, fmt.Errorf("the driver's connection cannot run %q", c.setup)
+	}
+	if _, err := ex.ExecContext(ctx, c.setup, nil); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// withParameter adds name=value to a connection string unless it sets name itself: to a
+// URL's query, or before the key=value pairs, where a later setting of the same key wins
+// (lib/pq, like libpq, keeps the last), however the pairs are spaced or quoted.
+func withParameter(dsn, name, value string) (string, error) {
+	if !isURL(dsn) {
+		return name + "=" + value + " " + dsn, nil
+	}
+	u, err := neturl.Parse(dsn)
+	if err != nil {
+		return "", errUnparseableURL
+	}
+	if u.Query().Has(name) {
+		return dsn, nil
+	}
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + neturl.QueryEscape(name) + "=" + neturl.QueryEscape(value), nil
 }

@@ -64,8 +64,12 @@ func newNotifier(dsn string, log *zap.Logger) *Notifier {
 		listening: map[string]*listenState{},
 		channels:  map[string]*channelSubs{},
 	}
-	n.listener = pq.NewListener(withParameter(dsn, "application_name", ListenerApplicationName),
-		minReconnect, maxReconnect, n.event)
+	// Open has parsed dsn already: an error here cannot happen, and would only cost the name.
+	named, err := withParameter(dsn, "application_name", ListenerApplicationName)
+	if err != nil {
+		named = dsn
+	}
+	n.listener = pq.NewListener(named, minReconnect, maxReconnect, n.event)
 	go n.run()
 	return n
 }

@@ -18,20 +18,22 @@ type devStack struct {
 	api                  client
 	pgPort, temporalPort int
 	routerPort           int
+	dataDir              string
 }
 
 func startDev(t *testing.T, extra ...string) *devStack {
 	t.Helper()
 	bin := temporalBin(t)
 	apiPort, pgPort, temporalPort := freePort(t), freePort(t), freePort(t)
-	args := append([]string{"dev", "--data-dir", t.TempDir(), "--listen", fmt.Sprintf("127.0.0.1:%d", apiPort),
+	dataDir := t.TempDir()
+	args := append([]string{"dev", "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", apiPort),
 		"--bbs-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		"--pg-port", fmt.Sprint(pgPort), "--temporal-bin", bin,
 		"--temporal-port", fmt.Sprint(temporalPort), "--temporal-ui-port", fmt.Sprint(freePort(t))}, extra...)
 	routerPort := freePort(t)
 	args = append(args, "--router-listen", fmt.Sprintf("127.0.0.1:%d", routerPort), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
 	d := &devStack{p: start(t, nil, args...), api: client{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", apiPort)},
-		pgPort: pgPort, temporalPort: temporalPort, routerPort: routerPort}
+		pgPort: pgPort, temporalPort: temporalPort, routerPort: routerPort, dataDir: dataDir}
 	d.p.waitOutput(t, "Ctrl-C stops everything", 2*time.Minute)
 	t.Cleanup(func() { d.p.cmd.Process.Signal(syscall.SIGINT); <-d.p.done })
 	return d

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/updatable-lrps/bbs/cellapi"
@@ -84,11 +86,16 @@ func startAPI(ctx context.Context, store *db.Store, addr, protocolAddr string, t
 
 // openStore connects to the database, retrying for a while: in a stack started all at once,
 // PostgreSQL may come up after us.
+// BBS_DB_JIT says how the sessions turn JIT off (db.JITMode).
 func openStore(ctx context.Context, url string, log *zap.Logger) (*db.Store, error) {
+	jit, err := db.ParseJITMode(os.Getenv("BBS_DB_JIT"))
+	if err != nil {
+		return nil, fmt.Errorf("BBS_DB_JIT: %w", err)
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		attemptCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		store, err := db.Open(attemptCtx, url, db.WithLogger(log))
+		store, err := db.Open(attemptCtx, url, db.WithLogger(log), db.WithJIT(jit))
 		cancel()
 		if err == nil {
 			return store, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/updatable-lrps/bbs/bbsclient"
 	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/internal/pgcluster"
+	"github.com/updatable-lrps/bbs/internal/supervise"
 	"github.com/updatable-lrps/bbs/internal/system"
 	"github.com/updatable-lrps/bbs/internal/temporaldev"
 	"github.com/updatable-lrps/bbs/worker"
@@ -62,19 +63,36 @@ func runDevCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	pgNote := "(from DATABASE_URL)"
+	supervised := "the Temporal dev server is restarted if it dies (the log says so)"
+	var pgFailed <-chan struct{}
+	var pgSup *supervise.Supervisor
 	if dbURL == "" {
 		log.Info("starting PostgreSQL", zap.String("data", filepath.Join(dir, "postgres")))
-		pg, err := pgcluster.Start(ctx, pgcluster.Config{
+		pgCfg := pgcluster.Config{
 			DataDir: filepath.Join(dir, "postgres"),
 			Port:    *pgPort,
 			LogFile: filepath.Join(dir, "postgres.log"),
-		})
+		}
+		// A restart uses the same data directory (pgcluster clears the postmaster.pid a
+		// killed server leaves) and port, so the store's pool simply reconnects.
+		startPG := func(ctx context.Context) (supervise.Child, error) {
+			pg, err := pgcluster.Start(ctx, pgCfg)
+			if err != nil {
+				return nil, err
+			}
+			log.Info("PostgreSQL is up", zap.Int("pid", pg.PID()), zap.Int("port", pg.Port()))
+			return pg, nil
+		}
+		first, err := startPG(ctx)
 		if err != nil {
 			return err
 		}
+		pg := first.(*pgcluster.Cluster)
+		pgSup = supervise.Watch("PostgreSQL", pg, startPG, supervise.DefaultPolicy, log)
+		pgFailed = pgSup.Failed()
 		defer func() {
 			log.Info("stopping PostgreSQL")
-			if err := pg.Stop(); err != nil {
+			if err := pgSup.Stop(); err != nil {
 				log.Error("stopping PostgreSQL", zap.Error(err))
 			}
 		}()
@@ -83,23 +101,37 @@ func runDevCommand(ctx context.Context, args []string) error {
 		}
 		dbURL = pg.URL("bbs")
 		pgNote = fmt.Sprintf("(data in %s, log %s)", filepath.Join(*dataDir, "postgres"), filepath.Join(*dataDir, "postgres.log"))
+		supervised = "PostgreSQL and the Temporal dev server are restarted if they die (the log says so)"
 	}
 
 	log.Info("starting the Temporal dev server")
 	temporalLog := filepath.Join(dir, "temporal.log")
-	ts, err := temporaldev.Start(ctx, temporaldev.Config{
+	tCfg := temporaldev.Config{
 		Bin:     *temporalBin,
 		DBFile:  filepath.Join(dir, "temporal.db"),
 		Port:    *temporalPort,
 		UIPort:  *uiPort,
 		LogFile: temporalLog,
-	})
+	}
+	// A restart uses the same SQLite file, so workflows, schedules and the namespace are
+	// still there; the API's and the worker's client (lazy, gRPC) reconnects by itself.
+	startTemporal := func(ctx context.Context) (supervise.Child, error) {
+		ts, err := temporaldev.Start(ctx, tCfg)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("Temporal dev server is up", zap.Int("pid", ts.PID()), zap.String("address", ts.Address()))
+		return ts, nil
+	}
+	first, err := startTemporal(ctx)
 	if err != nil {
 		return err
 	}
+	ts := first.(*temporaldev.Server)
+	tsSup := supervise.Watch("Temporal dev server", ts, startTemporal, supervise.DefaultPolicy, log)
 	defer func() {
 		log.Info("stopping the Temporal dev server")
-		ts.Stop()
+		tsSup.Stop()
 	}()
 
 	store, err := openStore(ctx, dbURL, log)
@@ -171,16 +203,22 @@ BBS dev stack is up:
   Worker        %s
   Router        http://%s (apps by Host header; stats: http://%s/stats)
   PostgreSQL    %s %s
-%s
+%s  Supervision   %s
 Ctrl-C stops everything; the next 'make run' resumes with the data kept.
 
 `, a.URL(), a.URL(), protocolLine(a), *uiPort, ts.Address(), filepath.Join(*dataDir, "temporal.db"),
-		filepath.Join(*dataDir, "temporal.log"), workerLine, *routerAddr, *routerAdmin, redact(dbURL), pgNote, cellLines)
+		filepath.Join(*dataDir, "temporal.log"), workerLine, *routerAddr, *routerAdmin, redact(dbURL), pgNote, cellLines, supervised)
 
-	<-ctx.Done()
-	fmt.Println()
-	log.Info("shutting down")
-	return nil
+	select {
+	case <-ctx.Done():
+		fmt.Println()
+		log.Info("shutting down")
+		return nil
+	case <-pgFailed:
+		return pgSup.Err()
+	case <-tsSup.Failed():
+		return tsSup.Err()
+	}
 }
 
 // redact hides a password in a database URL before it is printed.

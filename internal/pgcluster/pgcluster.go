@@ -63,7 +63,19 @@ type Cluster struct {
 
 	mu      sync.Mutex
 	stopped bool
+
+	// pid is the postmaster's, as postmaster.pid said once the server was up; the watch
+	// closes exited (with exitErr) once that process is gone, or Stop has stopped it.
+	pid       int
+	exited    chan struct{}
+	exitOnce  sync.Once
+	exitErr   error
+	quitWatch chan struct{}
+	quitOnce  sync.Once
 }
+
+// watchInterval is how often a running cluster checks that its postmaster is alive.
+const watchInterval = 250 * time.Millisecond
 
 // Start brings up the cluster described by cfg and returns once it accepts
 // connections. It creates DataDir (and missing parents) and initialises it if
@@ -102,7 +114,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{binDir: binDir, dataDir: dataDir, logFile: logFile, port: cfg.Port, user: u}
+	c := &Cluster{binDir: binDir, dataDir: dataDir, logFile: logFile, port: cfg.Port, user: u,
+		exited: make(chan struct{}), quitWatch: make(chan struct{})}
 
 	if err := c.prepareDirs(); err != nil {
 		return nil, err
@@ -127,7 +140,50 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		_ = c.Stop()
 		return nil, err
 	}
+	c.pid = readPID(filepath.Join(c.dataDir, "postmaster.pid"))
+	go c.watch()
 	return c, nil
+}
+
+// PID is the postmaster's process id.
+func (c *Cluster) PID() int { return c.pid }
+
+// Done is closed once the server has gone away: its postmaster died (a crash, a kill; Err
+// says so) or Stop stopped it. The postmaster is not our child (pg_ctl detaches it), so its
+// death is noticed by looking, every watchInterval.
+func (c *Cluster) Done() <-chan struct{} { return c.exited }
+
+// Err says why the server went away, once Done is closed: nil after Stop.
+func (c *Cluster) Err() error {
+	select {
+	case <-c.exited:
+		return c.exitErr
+	default:
+		return nil
+	}
+}
+
+func (c *Cluster) watch() {
+	t := time.NewTicker(watchInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.quitWatch:
+			return
+		case <-t.C:
+		}
+		if !postmasterAlive(c.dataDir, c.pid) {
+			c.markExited(fmt.Errorf("its postmaster (pid %d) is gone (see %s)", c.pid, c.logFile))
+			return
+		}
+	}
+}
+
+func (c *Cluster) markExited(err error) {
+	c.exitOnce.Do(func() {
+		c.exitErr = err
+		close(c.exited)
+	})
 }
 
 // Port returns the TCP port the server listens on (on 127.0.0.1).
@@ -181,11 +237,17 @@ func (c *Cluster) CreateDatabase(ctx context.Context, name string) error {
 // processes outlive the caller. Calling Stop again, or on a server that has
 // already gone away, returns nil.
 func (c *Cluster) Stop() error {
+	c.quitOnce.Do(func() { close(c.quitWatch) })
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
 		return nil
 	}
+	defer func() {
+		if c.stopped {
+			c.markExited(nil)
+		}
+	}()
 	// The server is gone when no postgres process works on DataDir any
 	// more. That covers a crashed server whose stale postmaster.pid would
 	// make pg_ctl report a failure although there is nothing left to stop.

@@ -205,3 +205,58 @@ func TestStartFailureShowsServerLog(t *testing.T) {
 		t.Errorf("failed Start left postgres pid %d running", pid)
 	}
 }
+
+// A killed postmaster is noticed (Done, with Err naming it), and Start on the same data
+// directory brings the cluster back once the backends have followed their postmaster (the
+// stale postmaster.pid is cleared); Stop closes Done without an error.
+func TestDoneWhenThePostmasterDies(t *testing.T) {
+	needBinaries(t)
+	dataDir := filepath.Join(t.TempDir(), "pg")
+	c := startCluster(t, dataDir)
+	if pid := readPID(filepath.Join(dataDir, "postmaster.pid")); c.PID() != pid || pid == 0 {
+		t.Fatalf("PID() = %d, postmaster.pid says %d", c.PID(), pid)
+	}
+	db := openDB(t, c, "postgres")
+	if err := db.Ping(); err != nil { // a backend that outlives the postmaster for a moment
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Done():
+		t.Fatal("Done is closed while the server runs")
+	case <-time.After(2 * watchInterval):
+	}
+	if err := syscall.Kill(c.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the postmaster's death went unnoticed")
+	}
+	if err := c.Err(); err == nil || !strings.Contains(err.Error(), strconv.Itoa(c.PID())) {
+		t.Fatalf("Err() = %v, want it to name the postmaster", err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var again *Cluster
+	testwait.Until(t, time.Minute, 200*time.Millisecond, "the cluster to start again on its data directory", func() bool {
+		var err error
+		again, err = Start(ctx, Config{DataDir: dataDir, Ephemeral: true})
+		return err == nil
+	})
+	if again.PID() == c.PID() {
+		t.Fatal("the same postmaster?")
+	}
+	if err := again.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-again.Done():
+		if again.Err() != nil {
+			t.Fatalf("Err() after Stop = %v", again.Err())
+		}
+	default:
+		t.Fatal("Stop did not close Done")
+	}
+}

@@ -199,6 +199,27 @@ func liveServer(dataDir string, pidFilePID int) (int, bool) {
 	return found, found != 0
 }
 
+// postmasterAlive reports whether pid is still the postmaster of dataDir: a
+// postgres process working in it. A killed postmaster whose parent has not
+// reaped it yet is a zombie, which has no working directory.
+func postmasterAlive(dataDir string, pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(dataDir)
+	if err != nil {
+		real = dataDir
+	}
+	cwd, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "cwd"))
+	if err != nil {
+		if _, statErr := os.Stat("/proc/self"); statErr != nil {
+			return processExists(pid) // no /proc: as liveServer, trust the pid
+		}
+		return false
+	}
+	return cwd == real && isPostgres(pid)
+}
+
 // isPostgres tells a server process from, say, a shell that happens to sit
 // in the data directory.
 func isPostgres(pid int) bool {

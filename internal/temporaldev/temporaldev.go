@@ -70,7 +70,8 @@ type Config struct {
 // Server is a running dev server.
 type Server struct {
 	cmd     *exec.Cmd
-	done    chan error
+	exited  chan struct{} // closed once the process has exited; waitErr says how
+	waitErr error
 	address string
 	ns      string
 }
@@ -192,8 +193,11 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Bin, err)
 	}
-	s := &Server{cmd: cmd, done: make(chan error, 1), address: address, ns: cfg.Namespace}
-	go func() { s.done <- cmd.Wait() }()
+	s := &Server{cmd: cmd, exited: make(chan struct{}), address: address, ns: cfg.Namespace}
+	go func() {
+		s.waitErr = cmd.Wait()
+		close(s.exited)
+	}()
 	if err := s.waitReady(ctx, 60*time.Second); err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("temporal dev server (%s) did not come up (log: %s): %w", cfg.Bin, logName, err)
@@ -207,13 +211,29 @@ func (s *Server) Address() string { return s.address }
 // Namespace is the namespace the server was started with.
 func (s *Server) Namespace() string { return s.ns }
 
+// PID is the server process's id.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
+// Done is closed once the server process has exited, for whatever reason: Stop, a crash, a
+// kill.
+func (s *Server) Done() <-chan struct{} { return s.exited }
+
+// Err says how the process exited (e.g. "signal: killed"), once Done is closed.
+func (s *Server) Err() error {
+	select {
+	case <-s.exited:
+		return s.waitErr
+	default:
+		return nil
+	}
+}
+
 func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		select {
-		case err := <-s.done:
-			s.done <- err
-			return fmt.Errorf("exited: %v", err)
+		case <-s.exited:
+			return fmt.Errorf("exited: %v", s.waitErr)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
@@ -232,19 +252,17 @@ func (s *Server) Stop() error {
 		return nil
 	}
 	select {
-	case err := <-s.done:
-		s.done <- err
+	case <-s.exited:
 		return nil
 	default:
 	}
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
 	select {
-	case <-s.done:
+	case <-s.exited:
 	case <-time.After(10 * time.Second):
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.done
+		<-s.exited
 	}
-	s.done <- nil
 	return nil
 }
 

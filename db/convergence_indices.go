@@ -1,0 +1,148 @@
+package db
+
+import (
+	"context"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// lockLRPs locks the rows of the LRPs named (those that still exist) until the transaction
+// ends: the lock every writer of an LRP takes (lockDesired) before it decides what to
+// create, so that convergence and those writers see each other's work. Rows are locked in
+// process guid order, as markHealthyAll does, so that two multi-LRP writers never wait on
+// each other in a cycle.
+func lockLRPs(ctx context.Context, tx *sqlx.Tx, guids []string) error {
+	_, err := tx.ExecContext(ctx, `SELECT 1 FROM desired_lrps
+WHERE process_guid = ANY($1) ORDER BY process_guid FOR UPDATE`, pq.StringArray(guids))
+	return err
+}
+
+// indexCandidates are the LRPs a pass looks at again under their locks: those with an
+// index below their count that no ordinary instance (not retiring) holds, and those, with no
+// rollout in progress, with an index that more than one holds.
+type indexCandidates struct {
+	missing, duplicated []string
+}
+
+// findIndexCandidates finds them with one scan over the instances, in process guid order:
+// a pass that finds none must stay cheap at 250,000 instances, and a separate scan for each
+// kind would cost a second one. Per LRP, fewer distinct indices than its count means a
+// missing one; more instances than distinct indices, a duplicated one.
+func (s *Store) findIndexCandidates(ctx context.Context) (indexCandidates, error) {
+	var rows []struct {
+		ProcessGUID string `db:"process_guid"`
+		Missing     bool   `db:"missing"`
+		Duplicated  bool   `db:"duplicated"`
+		Rolling     bool   `db:"rolling"`
+	}
+	// The select list is computed only for the groups HAVING keeps: the rollout probe runs
+	// for those alone.
+	err := s.db.SelectContext(ctx, &rows, `SELECT l.process_guid,
+    count(DISTINCT a.instance_index) < l.instances AS missing,
+    count(a.instance_index) > count(DISTINCT a.instance_index) AS duplicated,
+    EXISTS (SELECT 1 FROM rollouts r WHERE r.process_guid = l.process_guid AND r.state IN `+inProgressStates+`) AS rolling
+FROM desired_lrps l LEFT JOIN actual_lrps a ON a.process_guid = l.process_guid
+    AND a.presence = 'ORDINARY' AND NOT a.retiring AND a.instance_index < l.instances
+GROUP BY l.process_guid
+HAVING count(DISTINCT a.instance_index) < l.instances OR count(a.instance_index) > count(DISTINCT a.instance_index)
+ORDER BY l.process_guid`)
+	var out indexCandidates
+	for _, r := range rows {
+		if r.Missing {
+			out.missing = append(out.missing, r.ProcessGUID)
+		}
+		if r.Duplicated && !r.Rolling {
+			out.duplicated = append(out.duplicated, r.ProcessGUID)
+		}
+	}
+	return out, err
+}
+
+// duplicateRank orders the ordinary instances at one index (alias a, of LRP l) best first:
+// the one that serves, or is closest to serving, then the healthy definition's (the one a
+// restart would use, seed 000), then the active one's.
+const duplicateRank = `CASE a.state WHEN 'RUNNING' THEN 0 WHEN 'CLAIMED' THEN 1 WHEN 'UNCLAIMED' THEN 2 ELSE 3 END,
+    a.definition_id IS DISTINCT FROM coalesce(l.healthy_definition_id, l.active_definition_id),
+    a.definition_id <> l.active_definition_id, a.definition_id`
+
+// removeDuplicates leaves one ordinary instance at each index of an LRP that no rollout is
+// replacing. Instances of one definition cannot share an index (the primary key), but two
+// definitions' can: during a rollout the index being replaced holds the old definition's
+// instance and the new one's until the new one runs (seed 000) — the walk retires the old
+// one then, so convergence leaves the indices of an LRP with a rollout in progress to it.
+// Anywhere else a second instance is a duplicate: a writer that filled an index without the
+// LRP's lock, a rollout that failed with a step in flight, a cell reporting an instance the
+// store had replaced. The best one (duplicateRank) stays; of the others, UNCLAIMED and
+// CRASHED records are deleted and CLAIMED and RUNNING ones retired for their cells to stop.
+// An index the LRP wants keeps an instance, so unlike removeExtras this needs no fresh
+// domain: nothing the desired state may still want is lost.
+//
+// guids are the LRPs findIndexCandidates found with a duplicated index.
+func (s *Store) removeDuplicates(ctx context.Context, res *ConvergeResult, guids []string) error {
+	if len(guids) == 0 {
+		return nil
+	}
+	var removed, toStop []model.ActualLRP
+	err := s.inTxRetried(ctx, func(tx *sqlx.Tx) error {
+		removed, toStop = nil, nil
+		if err := lockLRPs(ctx, tx, guids); err != nil {
+			return err
+		}
+		// Under the lock no rollout can start and no writer of the LRP can fill an index;
+		// cells may still change the instances' states, which the statements below re-check.
+		var dups []struct {
+			ProcessGUID  string `db:"process_guid"`
+			DefinitionID string `db:"definition_id"`
+			Index        int32  `db:"instance_index"`
+		}
+		if err := tx.SelectContext(ctx, &dups, `SELECT process_guid, definition_id, instance_index FROM (
+    SELECT a.process_guid, a.definition_id, a.instance_index,
+        row_number() OVER (PARTITION BY a.process_guid, a.instance_index ORDER BY `+duplicateRank+`) AS rank
+    FROM actual_lrps a JOIN desired_lrps l ON l.process_guid = a.process_guid AND a.instance_index < l.instances
+    WHERE l.process_guid = ANY($1) AND a.presence = 'ORDINARY' AND NOT a.retiring
+      AND NOT EXISTS (SELECT 1 FROM rollouts r WHERE r.process_guid = l.process_guid AND r.state IN `+inProgressStates+`)) ranked
+WHERE rank > 1
+ORDER BY process_guid, definition_id, instance_index`, pq.StringArray(guids)); err != nil {
+			return err
+		}
+		if len(dups) == 0 {
+			return nil
+		}
+		keys := make([]slotKey, len(dups))
+		for i, d := range dups {
+			keys[i] = slotKey{d.ProcessGUID, d.DefinitionID, d.Index}
+		}
+		args := slotArrays(keys)
+		inDups := `(process_guid, definition_id, instance_index) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::int[]))
+  AND presence = 'ORDINARY'`
+		var err error
+		removed, err = selectActual(ctx, tx, `DELETE FROM actual_lrps WHERE `+inDups+` AND state IN ('UNCLAIMED', 'CRASHED')
+RETURNING `+actualColumns, args...)
+		if err != nil {
+			return err
+		}
+		if err := appendEvents(ctx, tx, instanceEvents(model.EventActualLRPRemoved, removed)...); err != nil {
+			return err
+		}
+		// What was not deleted has a cell (or got one since the ranking): it must stop it.
+		toStop, err = markRetiring(ctx, tx, inDups, args...)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	res.DuplicatesRemoved, res.DuplicatesToStop = len(removed), len(toStop)
+	res.ToStop = append(res.ToStop, toStop...)
+	return nil
+}
+
+// slotArrays are keys as the three arrays of an unnest($1::text[], $2::text[], $3::int[]).
+func slotArrays(keys []slotKey) []any {
+	guids, defs, indices := make([]string, len(keys)), make([]string, len(keys)), make([]int64, len(keys))
+	for i, k := range keys {
+		guids[i], defs[i], indices[i] = k.guid, k.def, int64(k.index)
+	}
+	return []any{pq.StringArray(guids), pq.StringArray(defs), pq.Int64Array(indices)}
+}
