@@ -83,13 +83,28 @@ func (h *Hub) Subscribe() (<-chan model.Event, func()) {
 	}
 }
 
-// Run follows the log until ctx ends.
+// Run follows the log until ctx ends; then every subscriber's channel is closed, so that
+// streams end with the hub (an API that stops must not wait for its clients to leave). A
+// database that does not answer at start is retried with back-off rather than leaving the
+// hub dead while the API serves streams that would never carry anything.
 func (h *Hub) Run(ctx context.Context) error {
-	last, err := h.src.LastEventID(ctx)
-	if err != nil {
-		return err
+	defer h.dropAll()
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		last, err := h.src.LastEventID(ctx)
+		if err == nil {
+			h.last = last
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		h.log.Warn("reading the last event id; retrying", zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
 	}
-	h.last = last
 	// A resync (the notifier lost its connection) needs nothing more than a notification:
 	// the hub reads from its own cursor, so whatever was notified meanwhile is read anyway.
 	sub := h.notes.Subscribe(ctx, db.EventsChannel)

@@ -11,7 +11,8 @@ import (
 // upsertDomain keeps a domain fresh for ttl seconds (0: for good). BBS asks only for a
 // name, and takes any TTL a uint32 holds (136 years at most).
 func (s *Server) upsertDomain(ctx context.Context, req *pb.UpsertDomainRequest) (*pb.UpsertDomainResponse, error) {
-	if req.GetDomain() == "" {
+	// BBS asks only for a name; ours must also fit the store's key (as the JSON API's).
+	if req.GetDomain() == "" || len(req.GetDomain()) > model.MaxGUIDLength {
 		return nil, invalidFields("domain")
 	}
 	return &pb.UpsertDomainResponse{}, s.store.UpsertDomain(ctx, model.Domain{Name: req.GetDomain(), TTL: int64(req.GetTtl())})

@@ -122,8 +122,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, translate func(c
 		}
 		out, err := translate(r.Context(), e)
 		if err != nil {
-			s.log.Error("translating an event", zap.Int64("event_id", e.ID), zap.String("event", e.Name), zap.Error(err))
-			continue
+			// The client would miss this event for good: ending the stream makes it
+			// reconnect and re-read the state, as when it falls behind.
+			s.log.Error("translating an event; ending the stream", zap.Int64("event_id", e.ID), zap.String("event", e.Name), zap.Error(err))
+			return
 		}
 		for _, ev := range out {
 			if !ev.passes(cell) {

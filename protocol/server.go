@@ -79,7 +79,24 @@ func (s *Server) MarkReady() { s.ready.Store(true) }
 
 // ServeHTTP implements http.Handler. A route we do not serve answers a plain-text 404, which
 // BBS clients take as "endpoint not found" and use to fall back to an older revision.
+//
+// A handler that panics (a converter meeting a stored row it did not expect) is logged and,
+// when nothing was written yet, answered with a bare 500; http.ErrAbortHandler, with which a
+// list cut short aborts its connection, passes through.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rw := &writeTracker{ResponseWriter: w}
+	w = rw
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.Error("handler panicked", zap.String("path", r.URL.Path), zap.Any("panic", p), zap.Stack("stack"))
+			if !rw.wrote {
+				w.WriteHeader(http.StatusInternalServerError)
+			}
+		}
+	}()
 	if !s.ready.Load() {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
@@ -166,3 +183,30 @@ func setError(resp proto.Message, e *pb.Error) {
 	}
 	m.Set(fd, protoreflect.ValueOfMessage(e.ProtoReflect()))
 }
+
+// writeTracker remembers whether a response was begun, so that a panic after it leaves the
+// connection alone. It passes Flush on, for the event streams.
+type writeTracker struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (t *writeTracker) WriteHeader(code int) {
+	t.wrote = true
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *writeTracker) Write(b []byte) (int, error) {
+	t.wrote = true
+	return t.ResponseWriter.Write(b)
+}
+
+// Flush implements http.Flusher.
+func (t *writeTracker) Flush() {
+	if f, ok := t.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection (write deadlines of the lists).
+func (t *writeTracker) Unwrap() http.ResponseWriter { return t.ResponseWriter }

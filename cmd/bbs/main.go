@@ -23,13 +23,14 @@ import (
 const usage = `usage: bbs <command> [flags]
 
 commands:
-  api       serve the HTTP API
+  api       serve the HTTP API (JSON, :8889) and the BBS's own protobuf protocol (:8890)
   worker    run the Temporal worker (rollouts, convergence)
   migrate   apply database migrations and exit
   router    route HTTP by Host header to the RUNNING instances of the LRPs (port 8080)
   cell      run a cell agent that runs instances (SIGTERM drains it, Ctrl-C stops it)
   dev       run everything on one machine: a private PostgreSQL under .data/ (unless
-            DATABASE_URL is set), the Temporal dev server with its Web UI, the API and the worker
+            DATABASE_URL is set), the Temporal dev server with its Web UI, the API and the
+            protocol listener, the worker, the router and 3 cells
 
 Run 'bbs <command> -h' for the flags of a command. Secrets come from the environment:
 DATABASE_URL (or DATABASE_URL_FILE naming a file that holds it).

@@ -12,7 +12,7 @@ import (
 func runRouterCommand(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("router", flag.ContinueOnError)
 	listenAddr := fs.String("listen", envOr("BBS_ROUTER_LISTEN_ADDR", "127.0.0.1:8080"), "where apps are served, by Host header [BBS_ROUTER_LISTEN_ADDR]")
-	adminAddr := fs.String("admin-listen", envOr("BBS_ROUTER_ADMIN_ADDR", "127.0.0.1:8081"), "GET /stats and /routes [BBS_ROUTER_ADMIN_ADDR]")
+	adminAddr := fs.String("admin-listen", envOr("BBS_ROUTER_ADMIN_ADDR", "127.0.0.1:8081"), "GET /stats (loopback only) [BBS_ROUTER_ADMIN_ADDR]")
 	apiURL := fs.String("api-url", envOr("BBS_API_URL", "http://127.0.0.1:8889"), "the BBS API [BBS_API_URL]")
 	logLevel := logLevelFlag(fs)
 	var peerTLS clientTLSFlags

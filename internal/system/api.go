@@ -124,13 +124,22 @@ func (a *API) URL() string { return a.json.url }
 func (a *API) Stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := a.json.stop(ctx)
-	if a.protocol != nil {
-		err = errors.Join(err, a.protocol.stop(ctx))
-	}
+	// The hub first: it closes its subscribers, so the event streams of both listeners end
+	// and Shutdown need not wait for their clients to leave.
 	a.cancel()
 	a.hub.Wait()
-	return err
+	servers := []*servedHTTP{a.json}
+	if a.protocol != nil {
+		servers = append(servers, a.protocol)
+	}
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = s.stop(ctx) }()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // servedHTTP is a handler served on a listener of its own.
@@ -140,7 +149,8 @@ type servedHTTP struct {
 	done chan error
 }
 
-// serveHTTP serves h on ln over HTTP/1.1 (the BBS protocol's event streams need it).
+// serveHTTP serves h on ln over HTTP/1.1: the BBS protocol's event streams need it, and the JSON
+// API never offered HTTP/2 (its TLS configuration names no "h2"); the empty TLSNextProto says so.
 func serveHTTP(ln net.Listener, scheme string, h http.Handler, log *zap.Logger) *servedHTTP {
 	s := &servedHTTP{
 		srv: &http.Server{

@@ -24,7 +24,9 @@ type RouterConfig struct {
 
 // Router is a running router.
 type Router struct {
-	servers []*http.Server
+	servers []*servedHTTP
+	cancel  context.CancelFunc
+	emitter chan struct{}
 	// Addr is where apps are served.
 	Addr string
 }
@@ -34,45 +36,43 @@ func StartRouter(ctx context.Context, cfg RouterConfig) (*Router, error) {
 	log := cfg.Log
 	table := router.NewTable()
 	emitter := &router.Emitter{BBS: cfg.BBS, Table: table, Log: log.Named("route-emitter")}
-	go emitter.Run(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	rr := &Router{cancel: cancel, emitter: make(chan struct{})}
+	go func() { defer close(rr.emitter); emitter.Run(ctx) }()
 	proxy := router.NewProxy(table)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(proxy.Stats())
 	})
-	rr := &Router{}
-	for _, s := range []struct {
-		addr string
-		h    http.Handler
-	}{{cfg.Listen, proxy}, {cfg.Admin, mux}} {
-		ln, err := net.Listen("tcp", s.addr)
-		if err != nil {
-			rr.Stop()
-			return nil, err
-		}
-		if rr.Addr == "" {
-			rr.Addr = ln.Addr().String()
-		}
-		srv := &http.Server{Handler: s.h, ReadHeaderTimeout: 10 * time.Second}
-		rr.servers = append(rr.servers, srv)
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("router", zap.Error(err))
-			}
-		}()
+	// The apps' side is the edge of the platform, public by design (as Cloud Foundry's
+	// gorouter); the admin side follows Listen's rule (loopback: the router has no TLS).
+	appLn, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		rr.Stop()
+		return nil, err
 	}
+	rr.Addr = appLn.Addr().String()
+	rr.servers = append(rr.servers, serveHTTP(appLn, "http", proxy, log))
+	adminLn, scheme, err := Listen(cfg.Admin, nil)
+	if err != nil {
+		rr.Stop()
+		return nil, err
+	}
+	rr.servers = append(rr.servers, serveHTTP(adminLn, scheme, mux, log))
 	log.Info("router listening", zap.String("apps", cfg.Listen), zap.String("admin", cfg.Admin))
 	return rr, nil
 }
 
-// Stop stops serving.
+// Stop stops serving and following the BBS.
 func (r *Router) Stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var errs []error
 	for _, s := range r.servers {
-		errs = append(errs, s.Shutdown(ctx))
+		errs = append(errs, s.stop(ctx))
 	}
+	r.cancel()
+	<-r.emitter
 	return errors.Join(errs...)
 }

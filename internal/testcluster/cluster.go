@@ -87,7 +87,7 @@ type Cluster struct {
 	URL     string
 	// ProtocolURL is where the API serves the BBS protocol (package protocol).
 	ProtocolURL string
-	// Temporal is the Temporal client (nil without Options.Temporal), and TaskQueue the queue
+	// Temporal is the client of the Temporal server the worker runs on, and TaskQueue the queue
 	// of the cluster's worker.
 	Temporal  client.Client
 	TaskQueue string
@@ -98,8 +98,6 @@ type Cluster struct {
 	opts    Options
 	ctx     context.Context
 	cancel  context.CancelFunc
-	mu      sync.Mutex
-	onStop  []func() // run, last added first, before the cluster's parts stop
 	closers []func() // run, last added first, after they stopped
 }
 
@@ -303,21 +301,7 @@ func (c *Cluster) Zone(cellID string) string {
 	return ""
 }
 
-// OnStop registers f to run when the test ends, before the cluster's cells, placement and
-// API stop (hooks run last added first): for whatever uses the store or the cells.
-func (c *Cluster) OnStop(f func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.onStop = append(c.onStop, f)
-}
-
 func (c *Cluster) stop() {
-	c.mu.Lock()
-	hooks := c.onStop
-	c.mu.Unlock()
-	for i := len(hooks) - 1; i >= 0; i-- {
-		hooks[i]()
-	}
 	c.cancel()
 	for _, sc := range c.Cells {
 		<-sc.done
