@@ -21,6 +21,8 @@ import (
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/testcluster"
 	"github.com/updatable-lrps/bbs/model"
+	"github.com/updatable-lrps/bbs/protocol/pb"
+	"google.golang.org/protobuf/proto"
 )
 
 // BenchmarkScale is issue 5's fleet: 1,000 sim cells and 250,000 ActualLRPs in 25,000 LRPs
@@ -137,6 +139,31 @@ func readAll(b *testing.B, api *apiProcess, label string) {
 		}
 		b.Logf("%-14s %-34s %7d items, %6.1f MB: %s", label, read.name, n, float64(size)/1e6, durations(times))
 	}
+	// The same lists over the BBS protocol, as Cloud Controller, cfdot and route-emitter read
+	// them (protobuf, decoded whole by the client).
+	for _, read := range []struct {
+		name, path string
+		resp       func() (proto.Message, func() int)
+	}{
+		{"actual_lrps/list (protobuf)", "/v1/actual_lrps/list", func() (proto.Message, func() int) {
+			m := &pb.ActualLRPsResponse{}
+			return m, func() int { return len(m.GetActualLrps()) }
+		}},
+		{"scheduling_infos/list (protobuf)", "/v1/desired_lrp_scheduling_infos/list", func() (proto.Message, func() int) {
+			m := &pb.DesiredLRPSchedulingInfosResponse{}
+			return m, func() int { return len(m.GetDesiredLrpSchedulingInfos()) }
+		}},
+	} {
+		var times []time.Duration
+		var n, size int
+		for range 3 {
+			m, count := read.resp()
+			d, bytes := api.listProtobuf(b, read.path, m)
+			times = append(times, d)
+			n, size = count(), bytes
+		}
+		b.Logf("%-14s %-34s %7d items, %6.1f MB: %s", label, read.name, n, float64(size)/1e6, durations(times))
+	}
 }
 
 // desireAll desires lrps sim LRPs of perLRP instances each, 16 requests at a time.
@@ -163,8 +190,9 @@ func desireAll(b *testing.B, c *testcluster.Cluster, lrps, perLRP int) {
 // apiProcess is `bbs api` running as a process of its own.
 type apiProcess struct {
 	cmd *exec.Cmd
-	url string
-	buf []byte // for response bodies, kept from one read to the next
+	// url is the JSON API's, protocolURL the BBS protocol's.
+	url, protocolURL string
+	buf              []byte // for response bodies, kept from one read to the next
 }
 
 func startAPIProcess(b *testing.B, dbURL string) *apiProcess {
@@ -183,7 +211,13 @@ func startAPIProcess(b *testing.B, dbURL string) *apiProcess {
 	addr := ln.Addr().String()
 	ln.Close()
 	var out bytes.Buffer
-	cmd := exec.Command(bin, "api", "--listen", addr, "--bbs-listen=", "--log-level", "warn")
+	pln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	protocolAddr := pln.Addr().String()
+	pln.Close()
+	cmd := exec.Command(bin, "api", "--listen", addr, "--bbs-listen", protocolAddr, "--log-level", "warn")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -193,7 +227,7 @@ func startAPIProcess(b *testing.B, dbURL string) *apiProcess {
 		cmd.Process.Signal(os.Interrupt)
 		cmd.Wait()
 	})
-	p := &apiProcess{cmd: cmd, url: "http://" + addr}
+	p := &apiProcess{cmd: cmd, url: "http://" + addr, protocolURL: "http://" + protocolAddr}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get(p.url + "/healthz")
@@ -231,6 +265,29 @@ func (p *apiProcess) list(b *testing.B, path, field string) (took time.Duration,
 		b.Fatalf("%s: %v", path, err)
 	}
 	return took, len(decoded[field]), len(body)
+}
+
+// listProtobuf posts an empty request to path on the BBS-protocol listener, reads the whole
+// answer and decodes it into m, as a BBS client does; the time covers the read, not the
+// decoding.
+func (p *apiProcess) listProtobuf(b *testing.B, path string, m proto.Message) (took time.Duration, size int) {
+	b.Helper()
+	t0 := time.Now()
+	resp, err := http.Post(p.protocolURL+path, "application/x-protobuf", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, err := readInto(p.buf[:0], resp.Body)
+	resp.Body.Close()
+	took = time.Since(t0)
+	p.buf = body
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("%s (protobuf): %d %v", path, resp.StatusCode, err)
+	}
+	if err := proto.Unmarshal(body, m); err != nil {
+		b.Fatalf("%s (protobuf): %v", path, err)
+	}
+	return took, len(body)
 }
 
 // readInto reads r to its end into buf, growing it only when it is full: a list of the
