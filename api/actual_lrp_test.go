@@ -188,7 +188,7 @@ func TestRetireActualLRP(t *testing.T) {
 		if got := indicesOf(t, h.actuals(obj{"process_guid": "r"})); !reflect.DeepEqual(got, []int64{1, 2}) {
 			t.Errorf("indices = %v, want 1, 2", got)
 		}
-		if s := h.stopper.stopped(); len(s) != 0 {
+		if s := h.stopper.Stopped(); len(s) != 0 {
 			t.Errorf("stopped %v, want nothing", s)
 		}
 		// Retiring does not change the desired state.
@@ -201,7 +201,7 @@ func TestRetireActualLRP(t *testing.T) {
 	t.Run("running is stopped", func(t *testing.T) {
 		h.makeRunning("r", "r", 1, "cell-1")
 		retire(t, obj{"process_guid": "r", "index": 1, "domain": "d"})
-		s := h.stopper.stopped()
+		s := h.stopper.Stopped()
 		if len(s) != 1 || s[0].ProcessGUID != "r" || s[0].Index != 1 || s[0].CellID != "cell-1" || s[0].InstanceGUID == "" ||
 			s[0].DefinitionID != "r" || s[0].State != model.StateRunning {
 			t.Fatalf("stopped %+v, want r/1 on cell-1", s)
@@ -215,7 +215,7 @@ func TestRetireActualLRP(t *testing.T) {
 		h.exec(`UPDATE actual_lrps SET state = 'CLAIMED', cell_id = 'cell-2', instance_guid = 'ig-2'
 WHERE process_guid = 'r' AND instance_index = 2`)
 		retire(t, obj{"process_guid": "r", "index": 2, "domain": "d"})
-		s := h.stopper.stopped()
+		s := h.stopper.Stopped()
 		if len(s) != 2 || s[1].Index != 2 || s[1].CellID != "cell-2" || s[1].State != model.StateClaimed {
 			t.Errorf("stopped %+v, want r/2 on cell-2 last", s)
 		}

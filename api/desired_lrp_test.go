@@ -297,7 +297,7 @@ func TestUpdateDesiredLRP(t *testing.T) {
 		if got := indicesOf(t, h.actuals(obj{"process_guid": "web"})); !reflect.DeepEqual(got, []int64{0, 1}) {
 			t.Errorf("indices = %v, want 0, 1", got)
 		}
-		if s := h.stopper.stopped(); len(s) != 0 {
+		if s := h.stopper.Stopped(); len(s) != 0 {
 			t.Errorf("stopped %v, want nothing (all were UNCLAIMED)", s)
 		}
 	})
@@ -324,7 +324,7 @@ func TestUpdateDesiredLRP(t *testing.T) {
 		update(t, obj{"instances": 3})
 		h.makeRunning("web", "web", 2, "cell-1")
 		update(t, obj{"instances": 1})
-		stopped := h.stopper.stopped()
+		stopped := h.stopper.Stopped()
 		if len(stopped) != 1 || stopped[0].Index != 2 || stopped[0].CellID != "cell-1" || stopped[0].State != model.StateRunning {
 			t.Fatalf("stopped %+v, want web/2 on cell-1", stopped)
 		}
@@ -452,7 +452,7 @@ VALUES (gen_random_uuid(), 'web', 'update', 'web', 'v2', 'active', 3, 'wf-web')`
 	if len(left) != 1 || left[0].integer(t, "index") != 1 || left[0].str(t, "state") != model.StateRunning {
 		t.Errorf("instances left = %v, want only the running index 1", left)
 	}
-	stopped := h.stopper.stopped()
+	stopped := h.stopper.Stopped()
 	if len(stopped) != 1 || stopped[0].ProcessGUID != "web" || stopped[0].Index != 1 || stopped[0].CellID != "cell-1" ||
 		stopped[0].InstanceGUID == "" {
 		t.Errorf("stopped %+v, want web/1 on cell-1", stopped)
@@ -475,14 +475,14 @@ func TestStopFailuresDoNotFailRequests(t *testing.T) {
 	t.Parallel()
 	t.Run("stopper error", func(t *testing.T) {
 		h := newHarness(t)
-		h.stopper.err = errCellsUnreachable
+		h.stopper.Err = errCellsUnreachable
 		h.desire(lrp("web", "d", 2, nil))
 		h.makeRunning("web", "web", 0, "cell-1")
 		h.makeRunning("web", "web", 1, "cell-1")
 		h.ok("/v1/actual_lrps/retire", obj{"actual_lrp_key": obj{"process_guid": "web", "index": 0, "domain": "d"}})
 		h.ok("/v1/desired_lrp/update", obj{"process_guid": "web", "update": obj{"instances": 1}})
 		h.ok("/v1/desired_lrp/remove", obj{"process_guid": "web"})
-		if n := len(h.stopper.calls); n != 3 {
+		if n := len(h.stopper.Calls()); n != 3 {
 			t.Errorf("%d stop calls, want 3", n)
 		}
 	})

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/updatable-lrps/bbs/internal/recorders"
+
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/updatable-lrps/bbs/api"
 	"github.com/updatable-lrps/bbs/internal/dbtest"
@@ -21,7 +23,7 @@ import (
 func TestUnavailableDatabaseKeepsItsAnswerAndLogsItsCause(t *testing.T) {
 	t.Parallel()
 	core, logs := observer.New(zapcore.DebugLevel)
-	server := api.NewServer(dbtest.NewStore(t), &recordingStopper{}, zap.New(core))
+	server := api.NewServer(dbtest.NewStore(t), &recorders.Stopper{}, zap.New(core))
 	server.MarkReady()
 
 	// A deadline already past: the store's query fails with context.DeadlineExceeded, which
@@ -58,7 +60,7 @@ func TestUnavailableDatabaseKeepsItsAnswerAndLogsItsCause(t *testing.T) {
 func TestUnavailableWithoutCauseIsNotLogged(t *testing.T) {
 	t.Parallel()
 	core, logs := observer.New(zapcore.DebugLevel)
-	server := api.NewServer(dbtest.NewStore(t), &recordingStopper{}, zap.New(core))
+	server := api.NewServer(dbtest.NewStore(t), &recorders.Stopper{}, zap.New(core))
 	rec := httptest.NewRecorder()
 	server.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/domains/list", strings.NewReader("{}")))
 	if rec.Code != http.StatusServiceUnavailable {

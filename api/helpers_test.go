@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -12,8 +11,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/updatable-lrps/bbs/internal/recorders"
 
 	"github.com/updatable-lrps/bbs/api"
 	"github.com/updatable-lrps/bbs/db"
@@ -22,71 +22,13 @@ import (
 	"go.uber.org/zap"
 )
 
-// recordingStopper is a fake of the one layer the API calls besides the store: it records
-// every batch of instances the API asks the cells to stop.
-type recordingStopper struct {
-	mu    sync.Mutex
-	calls [][]model.ActualLRP
-	err   error
-}
-
-func (s *recordingStopper) StopInstances(_ context.Context, lrps []model.ActualLRP) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls = append(s.calls, slices.Clone(lrps))
-	return s.err
-}
-
-// stopped returns every instance the API asked to stop, in order.
-func (s *recordingStopper) stopped() []model.ActualLRP {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var all []model.ActualLRP
-	for _, c := range s.calls {
-		all = append(all, c...)
-	}
-	return all
-}
-
 // harness is an API server over a fresh, migrated database of its own.
 type harness struct {
 	t        *testing.T
 	store    *db.Store
 	server   *api.Server
-	stopper  *recordingStopper
-	rollouts *recordingRollouts
-}
-
-// recordingRollouts stands in for the Temporal side in handler tests: it records which
-// workflow calls the API made for which rollout.
-type recordingRollouts struct {
-	mu    sync.Mutex
-	calls []string // "start|supersede|cancel:<process_guid>:<to_definition_id>"
-}
-
-func (r *recordingRollouts) record(kind string, ro *model.Rollout) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.calls = append(r.calls, kind+":"+ro.ProcessGUID+":"+ro.ToDefinitionID)
-	return nil
-}
-
-func (r *recordingRollouts) StartRollout(_ context.Context, ro *model.Rollout, _ string) error {
-	return r.record("start", ro)
-}
-
-func (r *recordingRollouts) SupersedeRollout(_ context.Context, ro *model.Rollout, _ string) error {
-	return r.record("supersede", ro)
-}
-
-func (r *recordingRollouts) CancelRollout(_ context.Context, ro *model.Rollout, _ string) error {
-	return r.record("cancel", ro)
-}
-
-func (r *recordingRollouts) Calls() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.calls...)
+	stopper  *recorders.Stopper
+	rollouts *recorders.Rollouts
 }
 
 // newHarness returns a ready server with a recording Stopper.
@@ -101,8 +43,8 @@ func newHarness(t *testing.T) *harness {
 func newUnreadyHarness(t *testing.T) *harness {
 	t.Helper()
 	store := dbtest.NewStore(t)
-	stopper := &recordingStopper{}
-	rollouts := &recordingRollouts{}
+	stopper := &recorders.Stopper{}
+	rollouts := &recorders.Rollouts{}
 	server := api.NewServer(store, stopper, zap.NewNop()).WithRollouts(rollouts)
 	return &harness{t: t, store: store, server: server, stopper: stopper, rollouts: rollouts}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/updatable-lrps/bbs/internal/recorders"
+
 	"github.com/updatable-lrps/bbs/api"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/dbtest"
@@ -31,7 +33,7 @@ func (s cutStore) EachActualLRP(ctx context.Context, f model.ActualLRPFilter, fn
 // aborted, not as a 200.
 func TestListCutShortIsAbortedNotWhole(t *testing.T) {
 	t.Parallel()
-	server := api.NewServer(cutStore{dbtest.NewStore(t)}, &recordingStopper{}, zap.NewNop())
+	server := api.NewServer(cutStore{dbtest.NewStore(t)}, &recorders.Stopper{}, zap.NewNop())
 	server.MarkReady()
 
 	rec := httptest.NewRecorder()

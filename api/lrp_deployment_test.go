@@ -172,7 +172,7 @@ func TestLRPDeployments(t *testing.T) {
 		if got := guidsOf(t, h.ok("/v1/lrp_deployments/list", obj{}).list(t, "lrp_deployments")); !reflect.DeepEqual(got, []string{"dep2", "plain", "same"}) {
 			t.Errorf("lrp_deployments after delete = %v", got)
 		}
-		if s := h.stopper.stopped(); len(s) != 1 || s[0].ProcessGUID != "dep" || s[0].CellID != "cell-9" {
+		if s := h.stopper.Stopped(); len(s) != 1 || s[0].ProcessGUID != "dep" || s[0].CellID != "cell-9" {
 			t.Errorf("stopped %+v, want dep/0 on cell-9", s)
 		}
 		requireError(t, h.postJSON("/v1/lrp_deployments/delete", obj{"process_guid": "dep"}),

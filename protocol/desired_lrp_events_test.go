@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/updatable-lrps/bbs/internal/recorders"
+
 	"github.com/updatable-lrps/bbs/events"
 	"github.com/updatable-lrps/bbs/internal/dbtest"
 	"github.com/updatable-lrps/bbs/protocol"
@@ -35,7 +37,7 @@ func TestDesiredLRPEventsCarryTheWholeLRP(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); hub.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	srv := protocol.NewServer(store, log).WithEvents(hub).WithStopper(&recordingStopper{}).WithRollouts(&recordingRollouts{})
+	srv := protocol.NewServer(store, log).WithEvents(hub).WithStopper(&recorders.Stopper{}).WithRollouts(&recorders.Rollouts{})
 	srv.MarkReady()
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)

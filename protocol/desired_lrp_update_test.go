@@ -114,7 +114,7 @@ func TestUpdateWithADefinitionStartsARollingUpdate(t *testing.T) {
 	if err := s.update(ccProcess, &pb.DesiredLRPUpdate{Definition: v2, Instances: &instances}); err != nil {
 		t.Fatalf("update with a definition: %v", err)
 	}
-	if calls := s.rollouts.all(); len(calls) != 1 || calls[0] != "start:"+ccProcess+":v2" {
+	if calls := s.rollouts.Calls(); len(calls) != 1 || calls[0] != "start:"+ccProcess+":v2" {
 		t.Fatalf("workflow calls = %v", calls)
 	}
 	m, err := s.store.DesiredLRPByProcessGUID(t.Context(), ccProcess)
@@ -150,7 +150,7 @@ func TestUpdateWithADefinitionStartsARollingUpdate(t *testing.T) {
 	if resp.GetError() != nil {
 		t.Fatalf("cancel_update: %v", resp.GetError())
 	}
-	if calls := s.rollouts.all(); len(calls) != 2 || calls[1] != "cancel:"+ccProcess+":v2" {
+	if calls := s.rollouts.Calls(); len(calls) != 2 || calls[1] != "cancel:"+ccProcess+":v2" {
 		t.Fatalf("workflow calls = %v", calls)
 	}
 }
@@ -196,7 +196,7 @@ func TestLRPDeployments(t *testing.T) {
 	if life.GetError() != nil {
 		t.Fatalf("activate: %v", life.GetError())
 	}
-	if calls := s.rollouts.all(); len(calls) != 3 || calls[0] != "start:dep:v2" || calls[1] != "supersede:dep:v3" || calls[2] != "supersede:dep:v1" {
+	if calls := s.rollouts.Calls(); len(calls) != 3 || calls[0] != "start:dep:v2" || calls[1] != "supersede:dep:v3" || calls[2] != "supersede:dep:v1" {
 		t.Fatalf("workflow calls = %v", calls)
 	}
 	if dep := get(); dep.GetActiveDefinitionId() != "v1" || len(dep.GetDefinitions()) != 3 || dep.GetDefinitions()["v3"].GetMemoryMb() != 301 {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/updatable-lrps/bbs/internal/recorders"
+
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol"
@@ -343,7 +345,7 @@ func FuzzRequests(f *testing.F) {
 		rt := fuzzRoutes[int(which)%len(fuzzRoutes)]
 		store := &recordingStore{}
 		s := protocol.NewServer(store, zap.NewNop()).WithStopper(countingStopper{store}).WithEvents(endedEvents{}).
-			WithRollouts(&recordingRollouts{})
+			WithRollouts(&recorders.Rollouts{})
 		s.MarkReady()
 		method, path := http.MethodPost, rt.path
 		if m, p, ok := strings.Cut(rt.path, " "); ok {

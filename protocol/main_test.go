@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/updatable-lrps/bbs/internal/recorders"
+
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/dbtest"
 	"github.com/updatable-lrps/bbs/internal/temporaltest"
@@ -28,14 +30,14 @@ type server struct {
 	t        *testing.T
 	url      string
 	store    *db.Store
-	stopper  *recordingStopper
-	rollouts *recordingRollouts
+	stopper  *recorders.Stopper
+	rollouts *recorders.Rollouts
 }
 
 func newServer(t *testing.T) *server {
 	t.Helper()
 	store := dbtest.NewStore(t)
-	stopper, rollouts := &recordingStopper{}, &recordingRollouts{}
+	stopper, rollouts := &recorders.Stopper{}, &recorders.Rollouts{}
 	s := protocol.NewServer(store, zaptest.NewLogger(t)).WithStopper(stopper).WithRollouts(rollouts)
 	s.MarkReady()
 	ts := httptest.NewServer(s)

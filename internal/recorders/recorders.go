@@ -1,0 +1,83 @@
+// Package recorders stands in, in tests of the two APIs (api, protocol), for the parts they
+// call besides the store: the cells that stop instances and the Temporal side that starts and
+// signals rollouts. Each records what it was asked, for the test to check.
+package recorders
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// Stopper records every batch of instances it is asked to stop, and answers Err.
+type Stopper struct {
+	// Err is what StopInstances returns (nil: success); set it before the calls.
+	Err error
+
+	mu    sync.Mutex
+	calls [][]model.ActualLRP
+}
+
+// StopInstances records lrps.
+func (s *Stopper) StopInstances(_ context.Context, lrps []model.ActualLRP) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, slices.Clone(lrps))
+	return s.Err
+}
+
+// Calls returns each batch it was asked to stop, in order.
+func (s *Stopper) Calls() [][]model.ActualLRP {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
+}
+
+// Stopped returns every instance it was asked to stop, in order.
+func (s *Stopper) Stopped() []model.ActualLRP {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var all []model.ActualLRP
+	for _, c := range s.calls {
+		all = append(all, c...)
+	}
+	return all
+}
+
+// Rollouts records the workflow calls made for rollouts, as
+// "start|supersede|cancel:<process_guid>:<to_definition_id>".
+type Rollouts struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *Rollouts) record(kind string, ro *model.Rollout) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, kind+":"+ro.ProcessGUID+":"+ro.ToDefinitionID)
+	return nil
+}
+
+// StartRollout records a start.
+func (r *Rollouts) StartRollout(_ context.Context, ro *model.Rollout, _ string) error {
+	return r.record("start", ro)
+}
+
+// SupersedeRollout records a supersede.
+func (r *Rollouts) SupersedeRollout(_ context.Context, ro *model.Rollout, _ string) error {
+	return r.record("supersede", ro)
+}
+
+// CancelRollout records a cancel.
+func (r *Rollouts) CancelRollout(_ context.Context, ro *model.Rollout, _ string) error {
+	return r.record("cancel", ro)
+}
+
+// Calls returns the calls so far, in order.
+func (r *Rollouts) Calls() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls)
+}
