@@ -20,7 +20,7 @@ func statusOf(t model.ErrorType) int {
 	case model.ErrResourceExists, model.ErrResourceConflict, model.ErrUpdateInProgress,
 		model.ErrNoUpdateInProgress, model.ErrInvalidStateTransition, model.ErrCannotBeClaimed,
 		model.ErrCannotBeStarted, model.ErrCannotBeCrashed, model.ErrCannotBeFailed,
-		model.ErrCannotBeRemoved:
+		model.ErrCannotBeRemoved, model.ErrRunningOnDifferentCell:
 		return http.StatusConflict
 	case model.ErrRequestTooLarge:
 		return http.StatusRequestEntityTooLarge

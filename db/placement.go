@@ -54,7 +54,7 @@ LIMIT $1`, limit)
 }
 
 // CellLoad is a fresh cell and what it holds: one by one the instances of the LRPs asked
-// about (placement spreads those), summed the rest.
+// about (placement spreads those), summed the rest and the tasks it runs.
 type CellLoad struct {
 	Cell      model.CellPresence
 	Instances []HeldInstance
@@ -100,12 +100,20 @@ func (s *Store) CellLoads(ctx context.Context, guids []string) ([]CellLoad, erro
 		CellID string `db:"cell_id"`
 		CellUsage
 	}
-	err = tx.SelectContext(ctx, &totals, `SELECT a.cell_id, coalesce(sum(d.memory_mb), 0) AS memorymb,
-    coalesce(sum(d.disk_mb), 0) AS diskmb, count(*) AS containers, count(*) FILTER (WHERE a.state = 'CLAIMED') AS starting
-FROM actual_lrps a
-LEFT JOIN lrp_definitions d ON d.process_guid = a.process_guid AND d.definition_id = a.definition_id
-WHERE a.cell_id <> ''
-GROUP BY a.cell_id`)
+	// Running tasks share their cell's memory, disk and containers with its instances.
+	err = tx.SelectContext(ctx, &totals, `SELECT cell_id, sum(memorymb)::bigint AS memorymb, sum(diskmb)::bigint AS diskmb,
+    sum(containers)::bigint AS containers, sum(starting)::bigint AS starting
+FROM (
+    SELECT a.cell_id, coalesce(sum(d.memory_mb), 0) AS memorymb, coalesce(sum(d.disk_mb), 0) AS diskmb,
+        count(*) AS containers, count(*) FILTER (WHERE a.state = 'CLAIMED') AS starting
+    FROM actual_lrps a
+    LEFT JOIN lrp_definitions d ON d.process_guid = a.process_guid AND d.definition_id = a.definition_id
+    WHERE a.cell_id <> ''
+    GROUP BY a.cell_id
+    UNION ALL
+    SELECT cell_id, sum(memory_mb), sum(disk_mb), count(*), 0 FROM tasks WHERE cell_id <> '' GROUP BY cell_id
+) u
+GROUP BY cell_id`)
 	if err != nil {
 		return nil, mapError(err)
 	}

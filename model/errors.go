@@ -27,6 +27,7 @@ const (
 	ErrCannotBeCrashed        ErrorType = "ActualLRPCannotBeCrashed"
 	ErrCannotBeFailed         ErrorType = "ActualLRPCannotBeFailed"
 	ErrCannotBeRemoved        ErrorType = "ActualLRPCannotBeRemoved"
+	ErrRunningOnDifferentCell ErrorType = "RunningOnDifferentCell"
 	ErrRequestTooLarge        ErrorType = "RequestTooLarge"
 	ErrUnavailable            ErrorType = "Unavailable"
 	ErrNotImplemented         ErrorType = "NotImplemented"

@@ -14,6 +14,14 @@ const (
 	EventRolloutChanged    = "rollout_changed"
 )
 
+// Event names of GET /v1/events/tasks (BBS's): the data of a created or removed event is the
+// TaskEvent, of a changed one {"before", "after"}.
+const (
+	EventTaskCreated = "task_created"
+	EventTaskChanged = "task_changed"
+	EventTaskRemoved = "task_removed"
+)
+
 // Event is one change, in the order the store committed it. Data is the JSON model, or
 // {"before", "after"} for a change.
 type Event struct {

@@ -151,7 +151,13 @@ func (d *LRPDefinition) Validate() error {
 			return invalid("ports[%d] must be between 1 and %d", i, maxPort)
 		}
 	}
-	for i, t := range d.PlacementTags {
+	return validateContainerFields(d.PlacementTags, d.EgressRules, d.CachedDependencies, d.VolumeMounts, d.Network)
+}
+
+// validateContainerFields checks what LRP and task definitions share about the container
+// beyond what runs in it: placement tags and the opaque JSON the store keeps as given.
+func validateContainerFields(placementTags []string, egressRules, cachedDependencies, volumeMounts, network json.RawMessage) error {
+	for i, t := range placementTags {
 		if t == "" {
 			return invalid("placement_tags[%d] must not be empty", i)
 		}
@@ -161,10 +167,10 @@ func (d *LRPDefinition) Validate() error {
 		value json.RawMessage
 		kind  byte
 	}{
-		{"egress_rules", d.EgressRules, '['},
-		{"cached_dependencies", d.CachedDependencies, '['},
-		{"volume_mounts", d.VolumeMounts, '['},
-		{"network", d.Network, '{'},
+		{"egress_rules", egressRules, '['},
+		{"cached_dependencies", cachedDependencies, '['},
+		{"volume_mounts", volumeMounts, '['},
+		{"network", network, '{'},
 	} {
 		if err := validateOpaque(f.name, f.value, f.kind); err != nil {
 			return err

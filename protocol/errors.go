@@ -34,6 +34,7 @@ var errorTypes = map[model.ErrorType]pb.Error_Type{
 	model.ErrCannotBeCrashed:        pb.Error_ActualLRPCannotBeCrashed,
 	model.ErrCannotBeFailed:         pb.Error_ActualLRPCannotBeFailed,
 	model.ErrCannotBeRemoved:        pb.Error_ActualLRPCannotBeRemoved,
+	model.ErrRunningOnDifferentCell: pb.Error_RunningOnDifferentCell,
 }
 
 // defaultMessages are the messages BBS gives these types whatever happened: clients match
