@@ -49,9 +49,13 @@ type Instance struct {
 	Starting bool
 }
 
-// Work is one LRP instance to start.
+// Work is one LRP instance, or one task, to start.
 type Work struct {
-	Key           model.ActualLRPKey
+	// Key names the instance; a task's is empty.
+	Key model.ActualLRPKey
+	// TaskGUID names the task, for a task. Tasks share the cells' resources with instances
+	// and are scored alike, but are not spread: no task avoids a cell for holding another.
+	TaskGUID      string
 	MemoryMB      int32
 	DiskMB        int32
 	PlacementTags []string
@@ -106,9 +110,11 @@ func (c *cellState) score(w *Work) float64 {
 	resource := (fraction(c.mem+int64(w.MemoryMB), c.totMem) +
 		fraction(c.disk+int64(w.DiskMB), c.totDisk) +
 		fraction(c.cont+1, c.totCont)) / 3
-	return resource +
-		startingWeight*float64(c.starting) +
-		localityWeight*float64(c.perGUID[w.Key.ProcessGUID])
+	score := resource + startingWeight*float64(c.starting)
+	if w.TaskGUID == "" {
+		score += localityWeight * float64(c.perGUID[w.Key.ProcessGUID])
+	}
+	return score
 }
 
 // place records w on the cell: it uses resources and is a starting instance from now on.
@@ -117,7 +123,9 @@ func (c *cellState) place(w *Work) {
 	c.disk += int64(w.DiskMB)
 	c.cont++
 	c.starting++
-	c.perGUID[w.Key.ProcessGUID]++
+	if w.TaskGUID == "" {
+		c.perGUID[w.Key.ProcessGUID]++
+	}
 }
 
 // fraction is used/total, with an empty dimension counted as free rather than dividing by
@@ -185,6 +193,9 @@ func before(a, b *Work) bool {
 	}
 	if a.Key.Domain != b.Key.Domain {
 		return a.Key.Domain < b.Key.Domain
+	}
+	if a.TaskGUID != b.TaskGUID {
+		return a.TaskGUID < b.TaskGUID
 	}
 	return a.DiskMB > b.DiskMB
 }
@@ -287,6 +298,9 @@ func (p *placer) placeOne(w *Work) (cellID, reason string) {
 	if len(g.zones) == 0 {
 		return "", tagMismatchReason(w.PlacementTags)
 	}
+	if w.TaskGUID != "" {
+		return p.placeTask(w, g)
+	}
 	order := p.zoneOrder(w, g)
 	if w.Key.Index > 1 {
 		// Seed 003: a later instance goes to its preferred zone or waits for a later auction.
@@ -303,6 +317,27 @@ func (p *placer) placeOne(w *Work) (cellID, reason string) {
 		return "", model.PlacementErrorInsufficientResources + " in zone " + p.zones[order[0]]
 	}
 	return "", model.PlacementErrorInsufficientResources
+}
+
+// placeTask places a task on the best-scoring fitting cell of any zone: a task has no
+// siblings to spread across zones.
+func (p *placer) placeTask(w *Work, g *tagGroup) (cellID, reason string) {
+	var best *cellState
+	var bestScore float64
+	for _, z := range g.zones {
+		c := bestCell(g.cellsByZone[z], w)
+		if c == nil {
+			continue
+		}
+		if s := c.score(w); best == nil || s < bestScore {
+			best, bestScore = c, s
+		}
+	}
+	if best == nil {
+		return "", model.PlacementErrorInsufficientResources
+	}
+	best.place(w)
+	return best.id, ""
 }
 
 // zoneOrder returns the zones of g in the order w should try them: fewest instances of its

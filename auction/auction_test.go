@@ -553,3 +553,28 @@ func TestHeldCountsLikeInstances(t *testing.T) {
 		t.Fatalf("want some of the work not to fit, got %+v", a)
 	}
 }
+
+func TestTasksShareCellsWithInstances(t *testing.T) {
+	cells := []Cell{
+		{ID: "a", Zone: "z1", Capacity: model.CellCapacity{MemoryMB: 1000, DiskMB: 1000, Containers: 3}},
+		{ID: "b", Zone: "z2", Capacity: model.CellCapacity{MemoryMB: 1000, DiskMB: 1000, Containers: 3},
+			Held: Usage{MemoryMB: 800, DiskMB: 100, Containers: 1}},
+	}
+	task := func(guid string, mem int32) Work { return Work{TaskGUID: guid, MemoryMB: mem, DiskMB: 10} }
+	// Tasks are not spread: both go to the emptier cell while it scores best, in any zone.
+	r := Place(cells, []Work{task("t1", 100), task("t2", 100)})
+	if len(r.Placed) != 2 || r.Placed[0].CellID != "a" || r.Placed[1].CellID != "a" {
+		t.Fatalf("tasks placed %+v", r)
+	}
+	// A task needing more memory than any cell has left fails with placement's reason, and
+	// instances and tasks fill the same containers.
+	// Five containers are free (three on a, two on b) for six small items.
+	r = Place(cells, []Work{task("big", 1100), work("lrp", 0, 100, 10), task("t3", 100), task("t4", 100), task("t5", 100),
+		task("t6", 100), task("t7", 100)})
+	if len(r.Failed) != 2 || r.Failed[0].Work.TaskGUID != "big" || r.Failed[0].Reason != model.PlacementErrorInsufficientResources {
+		t.Fatalf("result %+v", r)
+	}
+	if len(r.Placed) != 5 {
+		t.Fatalf("want five of the six small items placed, got %+v", r)
+	}
+}

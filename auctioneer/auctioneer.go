@@ -1,6 +1,7 @@
-// Package auctioneer places UNCLAIMED instances on cells: it gathers what waits and what
-// each cell holds, runs the auction (package auction), hands each cell its work, and records
-// why what did not fit could not be placed. One auctioneer leads at a time (a PostgreSQL
+// Package auctioneer places UNCLAIMED instances and PENDING tasks on cells: it gathers what
+// waits and what each cell holds, runs the auction (package auction), hands each cell its
+// work, and records why what did not fit could not be placed (a task is rejected, and failed
+// once rejected too often, as BBS does). One auctioneer leads at a time (a PostgreSQL
 // advisory lock); it wakes on every store notification and at least every second.
 package auctioneer
 
@@ -23,6 +24,9 @@ type Store interface {
 	CellLoads(ctx context.Context, guids []string) ([]db.CellLoad, error)
 	Definitions(ctx context.Context, keys []db.DefinitionKey) (map[db.DefinitionKey]model.LRPDefinition, error)
 	FailActualLRP(ctx context.Context, key model.ActualLRPKey, placementError string, tag *model.ModificationTag) (*model.ActualLRP, error)
+	PendingTasks(ctx context.Context, limit int) ([]db.PendingTask, error)
+	TaskDefinitions(ctx context.Context, guids []string) (map[string]model.Task, error)
+	RejectTask(ctx context.Context, guid, reason string, maxRetries int) (*db.TaskChange, error)
 	TryLeadership(ctx context.Context, name string) (*db.Leadership, bool, error)
 }
 
@@ -34,7 +38,7 @@ type Notifications interface {
 
 // Cells hands work to cell agents.
 type Cells interface {
-	Perform(ctx context.Context, repURL string, work []cellapi.Work) ([]cellapi.Rejection, error)
+	Perform(ctx context.Context, repURL string, work cellapi.PerformRequest) (*cellapi.PerformResponse, error)
 }
 
 // Options tune placement; zero values take the defaults.
@@ -50,7 +54,13 @@ type Options struct {
 	Batch int
 	// BatchWindow is how long a round waits after a notification for more; default 10 ms.
 	BatchWindow time.Duration
+	// MaxTaskRetries is how often a task may be rejected (it fit no cell, or its cell refused
+	// it) before it fails with the reason (BBS's max_task_retries); default 3.
+	MaxTaskRetries int
 }
+
+// DefaultMaxTaskRetries is BBS's max_task_retries.
+const DefaultMaxTaskRetries = 3
 
 // Auctioneer runs placement rounds while it leads.
 type Auctioneer struct {
@@ -64,14 +74,21 @@ type Auctioneer struct {
 	failed map[slot]time.Time
 }
 
+// slot names one piece of work: an instance, or (task set) a task.
 type slot struct {
 	guid, def string
 	index     int32
+	task      string
 }
 
+func instanceSlot(k model.ActualLRPKey) slot { return slot{guid: k.ProcessGUID, def: k.DefinitionID, index: k.Index} }
+
+// attempt is a hand-out: when, and the version of the work handed out (an instance's tag, a
+// task's update time), so that work that changed since is placed again at once.
 type attempt struct {
-	at  time.Time
-	tag model.ModificationTag
+	at      time.Time
+	tag     model.ModificationTag
+	updated int64
 }
 
 // New builds an auctioneer that wakes on notes (the store's notifier,
@@ -91,6 +108,9 @@ func New(store Store, notes Notifications, cells Cells, opts Options, log *zap.L
 	}
 	if opts.BatchWindow <= 0 {
 		opts.BatchWindow = 10 * time.Millisecond
+	}
+	if opts.MaxTaskRetries <= 0 {
+		opts.MaxTaskRetries = DefaultMaxTaskRetries
 	}
 	return &Auctioneer{store: store, notes: notes, cells: cells, opts: opts, log: log.Named("auctioneer"),
 		sent: map[slot]attempt{}, failed: map[slot]time.Time{}}
@@ -154,28 +174,35 @@ func (a *Auctioneer) Round(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	tasks, err := a.store.PendingTasks(ctx, a.opts.Batch)
+	if err != nil {
+		return err
+	}
 	now := time.Now()
-	waiting := make(map[slot]db.PendingInstance, len(pending))
+	w := waiting{instances: make(map[slot]db.PendingInstance, len(pending)), tasks: make(map[slot]db.PendingTask, len(tasks))}
 	var work []auction.Work
 	for _, p := range pending {
-		s := slot{p.Key.ProcessGUID, p.Key.DefinitionID, p.Key.Index}
-		waiting[s] = p
-		if at, ok := a.sent[s]; ok && at.tag == p.ModificationTag && now.Sub(at.at) < a.opts.Resend {
-			continue // a cell is claiming it
+		s := instanceSlot(p.Key)
+		w.instances[s] = p
+		if a.due(s, attempt{tag: p.ModificationTag}, now) {
+			work = append(work, auction.Work{Key: p.Key, MemoryMB: p.MemoryMB, DiskMB: p.DiskMB, PlacementTags: p.PlacementTags})
 		}
-		if at, ok := a.failed[s]; ok && now.Sub(at) < a.opts.RetryFailed {
-			continue
-		}
-		work = append(work, auction.Work{Key: p.Key, MemoryMB: p.MemoryMB, DiskMB: p.DiskMB, PlacementTags: p.PlacementTags})
 	}
-	a.forgetPlaced(waiting)
+	for _, t := range tasks {
+		s := slot{task: t.TaskGUID}
+		w.tasks[s] = t
+		if a.due(s, attempt{updated: t.UpdatedAt}, now) {
+			work = append(work, auction.Work{TaskGUID: t.TaskGUID, MemoryMB: t.MemoryMB, DiskMB: t.DiskMB, PlacementTags: t.PlacementTags})
+		}
+	}
+	a.forgetPlaced(w)
 	if len(work) == 0 {
 		return nil
 	}
 	guids := make([]string, 0, len(work))
 	seen := map[string]bool{}
 	for _, w := range work {
-		if !seen[w.Key.ProcessGUID] {
+		if w.TaskGUID == "" && !seen[w.Key.ProcessGUID] {
 			seen[w.Key.ProcessGUID] = true
 			guids = append(guids, w.Key.ProcessGUID)
 		}
@@ -200,63 +227,147 @@ func (a *Auctioneer) Round(ctx context.Context) error {
 	}
 	result := auction.Place(cells, work)
 	for _, f := range result.Failed {
-		a.fail(ctx, waiting, f.Work.Key, f.Reason)
+		if f.Work.TaskGUID != "" {
+			if len(cells) > 0 {
+				// With no cell at all there is nothing to reject the task for: it waits.
+				a.rejectTask(ctx, f.Work.TaskGUID, f.Reason)
+			}
+			continue
+		}
+		a.fail(ctx, w, f.Work.Key, f.Reason)
 	}
 	if len(result.Placed) == 0 {
 		return nil
 	}
-	return a.handOut(ctx, result.Placed, repURL, waiting)
+	return a.handOut(ctx, result.Placed, repURL, w)
+}
+
+// waiting is what a round found waiting, by slot.
+type waiting struct {
+	instances map[slot]db.PendingInstance
+	tasks     map[slot]db.PendingTask
+}
+
+func (w waiting) has(s slot) bool {
+	if s.task != "" {
+		_, ok := w.tasks[s]
+		return ok
+	}
+	_, ok := w.instances[s]
+	return ok
+}
+
+// due says whether the work in slot s, now at version v, should be placed this round: not
+// while a cell is starting what was handed out (unless it changed since, or Resend passed),
+// nor soon after it fit nowhere.
+func (a *Auctioneer) due(s slot, v attempt, now time.Time) bool {
+	if at, ok := a.sent[s]; ok && at.tag == v.tag && at.updated == v.updated && now.Sub(at.at) < a.opts.Resend {
+		return false
+	}
+	if at, ok := a.failed[s]; ok && now.Sub(at) < a.opts.RetryFailed {
+		return false
+	}
+	return true
 }
 
 // handOut sends each cell its share, with the definitions to run, and notes what was sent.
-func (a *Auctioneer) handOut(ctx context.Context, placed []auction.Placement, repURL map[string]string, waiting map[slot]db.PendingInstance) error {
+func (a *Auctioneer) handOut(ctx context.Context, placed []auction.Placement, repURL map[string]string, w waiting) error {
 	keys := make([]db.DefinitionKey, 0, len(placed))
+	var taskGUIDs []string
 	seen := map[db.DefinitionKey]bool{}
 	for _, p := range placed {
+		if p.Work.TaskGUID != "" {
+			taskGUIDs = append(taskGUIDs, p.Work.TaskGUID)
+			continue
+		}
 		k := db.DefinitionKey{ProcessGUID: p.Work.Key.ProcessGUID, DefinitionID: p.Work.Key.DefinitionID}
 		if !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)
 		}
 	}
-	defs, err := a.store.Definitions(ctx, keys)
-	if err != nil {
-		return err
+	defs := map[db.DefinitionKey]model.LRPDefinition{}
+	if len(keys) > 0 {
+		var err error
+		if defs, err = a.store.Definitions(ctx, keys); err != nil {
+			return err
+		}
 	}
-	byCell := map[string][]cellapi.Work{}
+	taskDefs := map[string]model.Task{}
+	if len(taskGUIDs) > 0 {
+		var err error
+		if taskDefs, err = a.store.TaskDefinitions(ctx, taskGUIDs); err != nil {
+			return err
+		}
+	}
+	byCell := map[string]*cellapi.PerformRequest{}
 	now := time.Now()
 	for _, p := range placed {
+		req := byCell[p.CellID]
+		if req == nil {
+			req = &cellapi.PerformRequest{}
+			byCell[p.CellID] = req
+		}
+		if guid := p.Work.TaskGUID; guid != "" {
+			t, ok := taskDefs[guid]
+			if !ok || t.State != model.TaskPending {
+				continue // cancelled or gone meanwhile
+			}
+			req.Tasks = append(req.Tasks, cellapi.TaskWork{TaskGUID: guid, Domain: t.Domain, Definition: t.TaskDefinition})
+			s := slot{task: guid}
+			a.sent[s] = attempt{at: now, updated: w.tasks[s].UpdatedAt}
+			delete(a.failed, s)
+			continue
+		}
 		def, ok := defs[db.DefinitionKey{ProcessGUID: p.Work.Key.ProcessGUID, DefinitionID: p.Work.Key.DefinitionID}]
 		if !ok {
 			continue // the LRP went away meanwhile
 		}
-		byCell[p.CellID] = append(byCell[p.CellID], cellapi.Work{Key: p.Work.Key, Definition: def})
-		s := slot{p.Work.Key.ProcessGUID, p.Work.Key.DefinitionID, p.Work.Key.Index}
-		a.sent[s] = attempt{at: now, tag: waiting[s].ModificationTag}
+		req.LRPs = append(req.LRPs, cellapi.Work{Key: p.Work.Key, Definition: def})
+		s := instanceSlot(p.Work.Key)
+		a.sent[s] = attempt{at: now, tag: w.instances[s].ModificationTag}
 		delete(a.failed, s)
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	for cellID, work := range byCell {
+	for cellID, req := range byCell {
+		if len(req.LRPs) == 0 && len(req.Tasks) == 0 {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rejected, err := a.cells.Perform(ctx, repURL[cellID], work)
+			resp, err := a.cells.Perform(ctx, repURL[cellID], *req)
+			if err == nil {
+				// Rejected tasks are recorded outside the lock: each is a store write.
+				for _, r := range resp.RejectedTasks {
+					a.recordRejection(ctx, r.TaskGUID, r.Reason)
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				a.log.Warn("hand out work", zap.String("cell_id", cellID), zap.Int("instances", len(work)), zap.Error(err))
-				for _, w := range work {
-					delete(a.sent, slot{w.Key.ProcessGUID, w.Key.DefinitionID, w.Key.Index})
+				a.log.Warn("hand out work", zap.String("cell_id", cellID), zap.Int("instances", len(req.LRPs)),
+					zap.Int("tasks", len(req.Tasks)), zap.Error(err))
+				for _, w := range req.LRPs {
+					delete(a.sent, instanceSlot(w.Key))
+				}
+				for _, t := range req.Tasks {
+					delete(a.sent, slot{task: t.TaskGUID})
 				}
 				return
 			}
-			for _, r := range rejected {
-				s := slot{r.Key.ProcessGUID, r.Key.DefinitionID, r.Key.Index}
+			for _, r := range resp.Rejected {
+				s := instanceSlot(r.Key)
 				delete(a.sent, s)
 				if !strings.HasPrefix(r.Reason, "claim failed") {
 					a.failed[s] = time.Now()
 				}
+			}
+			for _, r := range resp.RejectedTasks {
+				s := slot{task: r.TaskGUID}
+				delete(a.sent, s)
+				a.failed[s] = time.Now()
 			}
 		}()
 	}
@@ -265,10 +376,10 @@ func (a *Auctioneer) handOut(ctx context.Context, placed []auction.Placement, re
 }
 
 // fail records why an instance could not be placed, once per reason.
-func (a *Auctioneer) fail(ctx context.Context, waiting map[slot]db.PendingInstance, key model.ActualLRPKey, reason string) {
-	s := slot{key.ProcessGUID, key.DefinitionID, key.Index}
+func (a *Auctioneer) fail(ctx context.Context, w waiting, key model.ActualLRPKey, reason string) {
+	s := instanceSlot(key)
 	a.failed[s] = time.Now()
-	p := waiting[s]
+	p := w.instances[s]
 	if p.PlacementError == reason {
 		return
 	}
@@ -278,15 +389,33 @@ func (a *Auctioneer) fail(ctx context.Context, waiting map[slot]db.PendingInstan
 	}
 }
 
-// forgetPlaced drops bookkeeping for instances no longer waiting.
-func (a *Auctioneer) forgetPlaced(waiting map[slot]db.PendingInstance) {
+// rejectTask records that a task could not be placed or was refused by its cell: it waits
+// RetryFailed before the next try, and fails once rejected MaxTaskRetries times.
+func (a *Auctioneer) rejectTask(ctx context.Context, guid, reason string) {
+	a.failed[slot{task: guid}] = time.Now()
+	a.recordRejection(ctx, guid, reason)
+}
+
+// recordRejection is rejectTask's store write, safe to call from several goroutines.
+func (a *Auctioneer) recordRejection(ctx context.Context, guid, reason string) {
+	ch, err := a.store.RejectTask(ctx, guid, reason, a.opts.MaxTaskRetries)
+	switch {
+	case err != nil && !model.IsType(err, model.ErrResourceNotFound) && !model.IsType(err, model.ErrInvalidRequest):
+		a.log.Warn("reject task", zap.String("task_guid", guid), zap.Error(err))
+	case err == nil && ch.After.State == model.TaskCompleted:
+		a.log.Info("task failed: rejected too often", zap.String("task_guid", guid), zap.String("reason", reason))
+	}
+}
+
+// forgetPlaced drops bookkeeping for work no longer waiting.
+func (a *Auctioneer) forgetPlaced(w waiting) {
 	for s := range a.sent {
-		if _, ok := waiting[s]; !ok {
+		if !w.has(s) {
 			delete(a.sent, s)
 		}
 	}
 	for s := range a.failed {
-		if _, ok := waiting[s]; !ok {
+		if !w.has(s) {
 			delete(a.failed, s)
 		}
 	}

@@ -21,27 +21,44 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-// recordingCells takes every piece of work and reports which LRPs it was handed.
-type recordingCells struct{ got chan string }
-
-func (c *recordingCells) Perform(_ context.Context, _ string, work []cellapi.Work) ([]cellapi.Rejection, error) {
-	for _, w := range work {
-		c.got <- w.Key.ProcessGUID
-	}
-	return nil, nil
+// recordingCells takes every piece of work and reports which LRPs and tasks it was handed
+// (a task as "task:<guid>"); with rejectTasks it refuses every task.
+type recordingCells struct {
+	got         chan string
+	rejectTasks bool
 }
 
-func (c *recordingCells) wait(t *testing.T, guid string) {
+func (c *recordingCells) Perform(_ context.Context, _ string, work cellapi.PerformRequest) (*cellapi.PerformResponse, error) {
+	resp := &cellapi.PerformResponse{}
+	for _, w := range work.LRPs {
+		c.got <- w.Key.ProcessGUID
+	}
+	for _, t := range work.Tasks {
+		if t.Definition.Action == nil || t.Domain == "" {
+			return nil, fmt.Errorf("task %s handed out without its definition", t.TaskGUID)
+		}
+		c.got <- "task:" + t.TaskGUID
+		if c.rejectTasks {
+			resp.RejectedTasks = append(resp.RejectedTasks, cellapi.TaskRejection{TaskGUID: t.TaskGUID, Reason: "cell is full"})
+		}
+	}
+	return resp, nil
+}
+
+// wait returns once every one of guids was handed out, in any order.
+func (c *recordingCells) wait(t *testing.T, guids ...string) {
 	t.Helper()
+	want := map[string]bool{}
+	for _, g := range guids {
+		want[g] = true
+	}
 	deadline := time.After(10 * time.Second)
-	for {
+	for len(want) > 0 {
 		select {
 		case g := <-c.got:
-			if g == guid {
-				return
-			}
+			delete(want, g)
 		case <-deadline:
-			t.Fatalf("%s was never placed", guid)
+			t.Fatalf("never placed: %v", want)
 		}
 	}
 }
@@ -113,4 +130,73 @@ WHERE datname = current_database() AND application_name = $1`, db.ListenerApplic
 	waitLog(t, logs, zap.InfoLevel, "notifications resynced")
 	desire(t, s, "third")
 	cells.wait(t, "third")
+}
+
+func desireTask(t *testing.T, s *db.Store, guid string, memoryMB int32) {
+	t.Helper()
+	_, err := s.DesireTask(context.Background(), &model.Task{TaskGUID: guid, Domain: "cf-tasks",
+		TaskDefinition: model.TaskDefinition{RootFS: "docker:///busybox", MemoryMB: memoryMB, DiskMB: 64,
+			Action: &model.Action{Run: &model.RunAction{Path: "/bin/true"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Tasks are placed with instances; a task that fits no cell, or that its cell refuses, is
+// rejected with the reason and tried again, and fails once rejected MaxTaskRetries times.
+func TestTaskPlacementAndRejection(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := dbtest.NewStore(t)
+	if _, err := s.DB().Exec(`INSERT INTO cells (cell_id, zone, rep_address, memory_mb, disk_mb, containers, expires_at)
+VALUES ('cell-1', 'z1', 'http://127.0.0.1:1', 1024, 4096, 100, now() + interval '1 hour')`); err != nil {
+		t.Fatal(err)
+	}
+	cells := &recordingCells{got: make(chan string, 100)}
+	a := auctioneer.New(s, s.Notifications(), cells, auctioneer.Options{Interval: 20 * time.Millisecond,
+		RetryFailed: 20 * time.Millisecond, MaxTaskRetries: 2}, zap.NewNop())
+	done := make(chan struct{})
+	go func() { defer close(done); a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	desireTask(t, s, "fits", 512)
+	desire(t, s, "lrp")
+	cells.wait(t, "task:fits", "lrp")
+
+	desireTask(t, s, "too-big", 2048)
+	testwait.Until(t, 10*time.Second, 10*time.Millisecond, "the oversized task to fail after its rejections", func() bool {
+		task, err := s.TaskByGUID(ctx, "too-big")
+		return err == nil && task.State == model.TaskCompleted
+	})
+	task, _ := s.TaskByGUID(ctx, "too-big")
+	if !task.Failed || task.FailureReason != model.PlacementErrorInsufficientResources || task.RejectionCount != 2 {
+		t.Fatalf("too-big = %+v", task)
+	}
+}
+
+// A cell's refusal counts as a rejection.
+func TestTaskRejectedByCell(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := dbtest.NewStore(t)
+	if _, err := s.DB().Exec(`INSERT INTO cells (cell_id, zone, rep_address, memory_mb, disk_mb, containers, expires_at)
+VALUES ('cell-1', 'z1', 'http://127.0.0.1:1', 1024, 4096, 100, now() + interval '1 hour')`); err != nil {
+		t.Fatal(err)
+	}
+	cells := &recordingCells{got: make(chan string, 100), rejectTasks: true}
+	a := auctioneer.New(s, s.Notifications(), cells, auctioneer.Options{Interval: 20 * time.Millisecond,
+		RetryFailed: 20 * time.Millisecond, MaxTaskRetries: 1}, zap.NewNop())
+	done := make(chan struct{})
+	go func() { defer close(done); a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	desireTask(t, s, "refused", 64)
+	testwait.Until(t, 10*time.Second, 10*time.Millisecond, "the refused task to fail", func() bool {
+		task, err := s.TaskByGUID(ctx, "refused")
+		return err == nil && task.State == model.TaskCompleted
+	})
+	task, _ := s.TaskByGUID(ctx, "refused")
+	if !task.Failed || task.FailureReason != "cell is full" || task.RejectionCount != 1 {
+		t.Fatalf("refused = %+v", task)
+	}
 }

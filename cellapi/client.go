@@ -29,10 +29,17 @@ func NewClient(tlsConfig *tls.Config) *Client {
 }
 
 // Perform hands work to the cell at repURL and returns what it refused.
-func (c *Client) Perform(ctx context.Context, repURL string, work []Work) ([]Rejection, error) {
+func (c *Client) Perform(ctx context.Context, repURL string, work PerformRequest) (*PerformResponse, error) {
 	var resp PerformResponse
-	err := c.do(ctx, http.MethodPost, repURL, WorkPath, PerformRequest{LRPs: work}, &resp)
-	return resp.Rejected, err
+	if err := c.do(ctx, http.MethodPost, repURL, WorkPath, work, &resp); err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// CancelTask asks the cell at repURL to stop a task's container.
+func (c *Client) CancelTask(ctx context.Context, repURL, guid string) error {
+	return c.do(ctx, http.MethodPost, repURL, CancelTaskPath, TaskGUIDRequest{TaskGUID: guid}, nil)
 }
 
 // Stop asks the cell at repURL to stop an instance.

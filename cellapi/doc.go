@@ -11,6 +11,9 @@ const (
 	WorkPath = "/v1/work"
 	// StopPath takes a StopRequest and answers {}.
 	StopPath = "/v1/stop"
+	// CancelTaskPath stops a task's container (TaskGuidRequest body); the BBS has completed
+	// the task as cancelled already.
+	CancelTaskPath = "/v1/tasks/cancel"
 	// EvacuatePath takes {} and answers {}: the cell drains.
 	EvacuatePath = "/v1/evacuate"
 	// StatePath (GET) answers a State.

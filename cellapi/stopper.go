@@ -86,6 +86,24 @@ func (s *Stopper) StopInstances(ctx context.Context, lrps []model.ActualLRP) err
 	return firstError(errs)
 }
 
+// CancelTask asks the cell that runs a task to stop its container. A cell that is gone is
+// skipped: the task is already completed, and a cell that comes back stops what the BBS no
+// longer wants on its own reconciliation.
+func (s *Stopper) CancelTask(ctx context.Context, cellID, guid string) error {
+	addrs, err := s.Cells.CellAddresses(ctx, []string{cellID})
+	if err != nil {
+		return fmt.Errorf("find cell %s of task %s: %w", cellID, guid, err)
+	}
+	url, ok := addrs[cellID]
+	if !ok {
+		return nil
+	}
+	if err := s.Client.CancelTask(ctx, url, guid); err != nil {
+		return fmt.Errorf("cancel task %s on cell %s: %w", guid, cellID, err)
+	}
+	return nil
+}
+
 // stopOnCell sends the stops of lrps[indices] to one cell in order, recording each failure
 // in errs at the instance's index.
 func (s *Stopper) stopOnCell(ctx context.Context, cellID, url string, lrps []model.ActualLRP, indices []int, errs []error) {
