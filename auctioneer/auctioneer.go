@@ -81,7 +81,9 @@ type slot struct {
 	task      string
 }
 
-func instanceSlot(k model.ActualLRPKey) slot { return slot{guid: k.ProcessGUID, def: k.DefinitionID, index: k.Index} }
+func instanceSlot(k model.ActualLRPKey) slot {
+	return slot{guid: k.ProcessGUID, def: k.DefinitionID, index: k.Index}
+}
 
 // attempt is a hand-out: when, and the version of the work handed out (an instance's tag, a
 // task's update time), so that work that changed since is placed again at once.

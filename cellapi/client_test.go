@@ -20,18 +20,25 @@ func TestClientPerformSendsTheWorkAndReturnsTheRejections(t *testing.T) {
 			t.Errorf("%s %s", r.Method, r.URL.Path)
 		}
 		json.NewDecoder(r.Body).Decode(&got)
-		json.NewEncoder(w).Encode(cellapi.PerformResponse{Rejected: []cellapi.Rejection{{Key: key, Reason: "full"}}})
+		json.NewEncoder(w).Encode(cellapi.PerformResponse{Rejected: []cellapi.Rejection{{Key: key, Reason: "full"}},
+			RejectedTasks: []cellapi.TaskRejection{{TaskGUID: "t", Reason: "draining"}}})
 	}))
 	defer srv.Close()
-	rej, err := cellapi.NewClient(nil).Perform(context.Background(), srv.URL+"/", []cellapi.Work{{Key: key}})
+	resp, err := cellapi.NewClient(nil).Perform(context.Background(), srv.URL+"/", cellapi.PerformRequest{
+		LRPs:  []cellapi.Work{{Key: key}},
+		Tasks: []cellapi.TaskWork{{TaskGUID: "t", Domain: "d", Definition: model.TaskDefinition{ResultFile: "r"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.LRPs) != 1 || got.LRPs[0].Key != key {
+	if len(got.LRPs) != 1 || got.LRPs[0].Key != key || len(got.Tasks) != 1 || got.Tasks[0].Definition.ResultFile != "r" {
 		t.Fatalf("cell got %+v", got)
 	}
+	rej := resp.Rejected
 	if len(rej) != 1 || rej[0].Key != key || rej[0].Reason != "full" {
 		t.Fatalf("rejections %+v", rej)
+	}
+	if len(resp.RejectedTasks) != 1 || resp.RejectedTasks[0] != (cellapi.TaskRejection{TaskGUID: "t", Reason: "draining"}) {
+		t.Fatalf("task rejections %+v", resp.RejectedTasks)
 	}
 }
 
