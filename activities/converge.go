@@ -35,6 +35,21 @@ type Converger struct {
 	// arguments need not change for an operator to change them.
 	EventRetention time.Duration
 	EventsKept     int
+	// Tasks, when set, converges tasks in the same pass (BBS's ConvergeTasks) with
+	// TaskOptions, and Callbacks (re)starts the completion callbacks it lists.
+	Tasks       TaskConvergeStore
+	TaskOptions db.TaskConvergeOptions
+	Callbacks   CallbackStarter
+}
+
+// TaskConvergeStore is the part of the store task convergence needs.
+type TaskConvergeStore interface {
+	ConvergeTasks(ctx context.Context, opts db.TaskConvergeOptions) (*db.TaskConvergeResult, error)
+}
+
+// CallbackStarter starts a task's completion callback delivery, or finds the one under way.
+type CallbackStarter interface {
+	DeliverCallback(ctx context.Context, guid string) error
 }
 
 // ConvergeInput tunes one pass; zero values mean the store's defaults (30 s, 10 definitions).
@@ -59,6 +74,13 @@ type ConvergeOutput struct {
 	DefinitionsRetired int `json:"definitions_retired"`
 	DefinitionsPruned  int `json:"definitions_pruned"`
 	EventsPruned       int `json:"events_pruned"`
+	// Task convergence: PENDING tasks failed for waiting too long, RUNNING tasks failed
+	// because their cell vanished, completed tasks deleted, callbacks (re)started.
+	TasksExpired     int `json:"tasks_expired,omitempty"`
+	TasksCellLost    int `json:"tasks_cell_lost,omitempty"`
+	TasksDeleted     int `json:"tasks_deleted,omitempty"`
+	CallbacksStarted int `json:"callbacks_started,omitempty"`
+	CallbacksFailed  int `json:"callbacks_failed,omitempty"`
 	// StopsRequested is how many stop requests went to cells; StopFailed says the Stopper
 	// failed (logged, not retried: see Converge).
 	StopsRequested int  `json:"stops_requested"`
@@ -97,6 +119,9 @@ func (c *Converger) Converge(ctx context.Context, in ConvergeInput) (ConvergeOut
 		DefinitionsRetired: res.DefinitionsRetired, DefinitionsPruned: res.DefinitionsPruned,
 		EventsPruned: res.EventsPruned,
 	}
+	if err := c.convergeTasks(ctx, &out, log); err != nil {
+		return out, err
+	}
 	if len(res.ToStop) > 0 {
 		if err := ctx.Err(); err != nil {
 			return out, err
@@ -122,6 +147,33 @@ func (c *Converger) Converge(ctx context.Context, in ConvergeInput) (ConvergeOut
 		zap.Int("crashed_restarted", out.CrashedRestarted), zap.Int("stale_unclaimed", out.StaleUnclaimed),
 		zap.Int("definitions_retired", out.DefinitionsRetired), zap.Int("definitions_pruned", out.DefinitionsPruned),
 		zap.Int("events_pruned", out.EventsPruned),
+		zap.Int("tasks_expired", out.TasksExpired), zap.Int("tasks_cell_lost", out.TasksCellLost),
+		zap.Int("tasks_deleted", out.TasksDeleted), zap.Int("callbacks_started", out.CallbacksStarted),
 		zap.Int("stops_requested", out.StopsRequested))
 	return out, nil
+}
+
+// convergeTasks runs the task part of the pass and starts the callbacks it lists. A callback
+// that cannot be started is counted, not retried: the next pass lists it again.
+func (c *Converger) convergeTasks(ctx context.Context, out *ConvergeOutput, log *zap.Logger) error {
+	if c.Tasks == nil {
+		return nil
+	}
+	res, err := c.Tasks.ConvergeTasks(ctx, c.TaskOptions)
+	if err != nil {
+		return err
+	}
+	out.TasksExpired, out.TasksCellLost, out.TasksDeleted = res.ExpiredPending, res.CellDisappeared, res.Deleted
+	for _, t := range res.ToDeliver {
+		if c.Callbacks == nil {
+			break
+		}
+		if err := c.Callbacks.DeliverCallback(ctx, t.TaskGUID); err != nil {
+			out.CallbacksFailed++
+			log.Warn("start task callback", zap.String("task_guid", t.TaskGUID), zap.Error(err))
+			continue
+		}
+		out.CallbacksStarted++
+	}
+	return nil
 }

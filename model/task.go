@@ -213,3 +213,7 @@ func (e TaskEvent) Model() *Task {
 	t.Protobuf = e.DefinitionProtobuf
 	return &t
 }
+
+// TaskCallbackWorkflowID is the id of the workflow that delivers a task's completion
+// callback: one per task, so that a second start finds the delivery under way.
+func TaskCallbackWorkflowID(taskGUID string) string { return "task-callback:" + taskGUID }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/updatable-lrps/bbs/activities"
+	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/workflows"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -23,6 +24,14 @@ type Deps struct {
 	ConvergeStore activities.ConvergeStore
 	ResumeStore   activities.ResumeStore
 	RolloutStore  activities.RolloutStore
+	// TaskStore is what the completion callbacks of tasks need; nil registers no callback
+	// activities (a worker for LRPs only, as in some tests).
+	TaskStore activities.TaskCallbackStore
+	// TaskConverge, when set, makes each convergence pass converge tasks too, with
+	// TaskOptions; Callbacks starts the completion callbacks it lists.
+	TaskConverge activities.TaskConvergeStore
+	TaskOptions  db.TaskConvergeOptions
+	Callbacks    activities.CallbackStarter
 	// Stopper asks cells to stop instances; nil only logs what would be stopped.
 	Stopper activities.Stopper
 	// Rollouts starts rollout workflows (convergence resumes any without one).
@@ -51,6 +60,7 @@ type WorkflowRegistry interface {
 func RegisterWorkflows(r WorkflowRegistry) {
 	r.RegisterWorkflow(workflows.ConvergeWorkflow)
 	r.RegisterWorkflow(workflows.RolloutWorkflow)
+	r.RegisterWorkflow(workflows.TaskCallbackWorkflow)
 }
 
 // Register registers every BBS workflow and activity with r.
@@ -61,9 +71,13 @@ func Register(r sdkworker.Registry, d Deps) {
 	}
 	RegisterWorkflows(r)
 	r.RegisterActivity(&activities.Converger{Store: d.ConvergeStore, Stopper: d.Stopper,
-		EventRetention: d.Events.Retention, EventsKept: d.Events.Kept, Log: log.Named("converger")})
+		EventRetention: d.Events.Retention, EventsKept: d.Events.Kept, Log: log.Named("converger"),
+		Tasks: d.TaskConverge, TaskOptions: d.TaskOptions, Callbacks: d.Callbacks})
 	r.RegisterActivity(&activities.Resumer{Store: d.ResumeStore, Starter: d.Rollouts, Log: log.Named("resumer")})
 	r.RegisterActivity(&activities.Rollouts{Store: d.RolloutStore, Stopper: d.Stopper, Waiter: d.Waiter, Log: log.Named("rollouts")})
+	if d.TaskStore != nil {
+		r.RegisterActivity(&activities.TaskCallbacks{Store: d.TaskStore, Log: log.Named("task-callbacks")})
+	}
 }
 
 // New builds the worker that runs the BBS workflows and activities on queue ("" means

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"time"
 
+	"github.com/updatable-lrps/bbs/auctioneer"
 	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/system"
@@ -54,6 +55,11 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 	var events worker.EventLog
 	fs.DurationVar(&events.Retention, "event-retention", envDuration("BBS_EVENT_RETENTION", db.DefaultEventRetention), "how long the event log keeps events (convergence prunes older ones) [BBS_EVENT_RETENTION]")
 	fs.IntVar(&events.Kept, "events-kept", envInt("BBS_EVENTS_KEPT", db.DefaultEventsKept), "the most events the event log keeps, the newest [BBS_EVENTS_KEPT]")
+	var tasks db.TaskConvergeOptions
+	fs.DurationVar(&tasks.KickDuration, "task-kick-duration", envDuration("BBS_TASK_KICK_DURATION", db.DefaultTaskKickDuration), "how long a completed task's callback may wait before its delivery is started again [BBS_TASK_KICK_DURATION]")
+	fs.DurationVar(&tasks.ExpirePending, "task-expire-pending", envDuration("BBS_TASK_EXPIRE_PENDING", db.DefaultTaskExpirePending), "how long a task may stay PENDING before it fails [BBS_TASK_EXPIRE_PENDING]")
+	fs.DurationVar(&tasks.ExpireCompleted, "task-expire-completed", envDuration("BBS_TASK_EXPIRE_COMPLETED", db.DefaultTaskExpireCompleted), "how long a completed task is kept before it is deleted [BBS_TASK_EXPIRE_COMPLETED]")
+	maxTaskRetries := fs.Int("max-task-retries", envInt("BBS_MAX_TASK_RETRIES", auctioneer.DefaultMaxTaskRetries), "how often a task may be rejected before it fails [BBS_MAX_TASK_RETRIES]")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -80,7 +86,8 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 	}
 	defer temporal.Close()
 	w, err := system.StartWorker(ctx, system.WorkerConfig{Store: store, Temporal: temporal,
-		ConvergenceInterval: *every, Events: events, Rollouts: rf.options(), Cells: cellapi.NewClient(cellTLS), Log: log})
+		ConvergenceInterval: *every, Events: events, Rollouts: rf.options(), Cells: cellapi.NewClient(cellTLS), Log: log,
+		Tasks: tasks, Placement: auctioneer.Options{MaxTaskRetries: *maxTaskRetries}})
 	if err != nil {
 		return err
 	}

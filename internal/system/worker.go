@@ -39,6 +39,9 @@ type WorkerConfig struct {
 	// Events bounds the event log that convergence prunes (zero values: the store's
 	// defaults).
 	Events worker.EventLog
+	// Tasks are BBS's task convergence settings (zero values: BBS's defaults); the task
+	// retries are Placement's MaxTaskRetries.
+	Tasks db.TaskConvergeOptions
 	// CellWatchInterval is how often the cell watch looks for vanished cells; 0 means 2 s.
 	CellWatchInterval time.Duration
 	Log               *zap.Logger
@@ -71,8 +74,10 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	w.worker = worker.New(cfg.Temporal, queue, worker.Deps{
 		ConvergeStore: cfg.Store, ResumeStore: cfg.Store, RolloutStore: cfg.Store,
 		Stopper: stopper, Waiter: activities.NewPGWaiter(cfg.Store.Notifications()), Log: log,
-		Rollouts: cfg.Rollouts.client(cfg.Temporal, queue),
-		Events:   cfg.Events,
+		Rollouts:  cfg.Rollouts.client(cfg.Temporal, queue),
+		Events:    cfg.Events,
+		TaskStore: cfg.Store, TaskConverge: cfg.Store, TaskOptions: cfg.Tasks,
+		Callbacks: &workflows.TaskCallbackClient{Client: cfg.Temporal, TaskQueue: queue},
 	})
 	if err := w.worker.Start(); err != nil {
 		cancel()
