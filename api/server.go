@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/model"
+	"github.com/updatable-lrps/bbs/tasks"
 	"go.uber.org/zap"
 )
 
@@ -32,6 +33,7 @@ type Store interface {
 	EvacuationStore
 	RolloutStore
 	CellStore
+	tasks.Store
 }
 
 // Server serves the HTTP API.
@@ -41,6 +43,7 @@ type Server struct {
 	metrics *metrics
 	events  EventSource
 	lrps    *lrps.Service // WithRollouts gives it the workflows
+	tasks   *taskHandlers // WithTasks gives them the service the protocol shares
 	ready   atomic.Bool
 	router  chi.Router
 }
@@ -52,6 +55,7 @@ func NewServer(store Store, stopper Stopper, log *zap.Logger) *Server {
 	log = log.Named("api")
 	s := &Server{pinger: store, log: log, metrics: newMetrics()}
 	s.lrps = lrps.NewService(store, stopper, log)
+	s.tasks = &taskHandlers{tasks: tasks.NewService(store, model.DefaultMaxTaskRetries, log)}
 	s.router = s.routes(routeHandlers{
 		domains:     &domainHandlers{store: store},
 		desired:     &desiredLRPHandlers{store: store, lrps: s.lrps},
@@ -61,6 +65,7 @@ func NewServer(store Store, stopper Stopper, log *zap.Logger) *Server {
 		cells:       &cellHandlers{store: store},
 		lifecycle:   &lifecycleHandlers{store: store, log: log},
 		evacuation:  &evacuationHandlers{store: store},
+		tasks:       s.tasks,
 	})
 	return s
 }
@@ -75,6 +80,7 @@ type routeHandlers struct {
 	cells       *cellHandlers
 	lifecycle   *lifecycleHandlers
 	evacuation  *evacuationHandlers
+	tasks       *taskHandlers
 }
 
 // MarkReady lets requests through once the database schema is in place.
@@ -142,6 +148,17 @@ func (s *Server) routes(h routeHandlers) chi.Router {
 		r.Post("/v1/actual_lrps/unclaim", handle(s, h.lifecycle.unclaimActualLRP))
 		r.Post("/v1/actual_lrps/evacuate_running", handle(s, h.evacuation.evacuateRunningActualLRP))
 		r.Post("/v1/actual_lrps/remove_evacuating", handle(s, h.evacuation.removeEvacuatingActualLRP))
+
+		r.Get("/v1/events/tasks", s.streamTaskEvents)
+		r.Post("/v1/tasks/desire", handle(s, h.tasks.desireTask))
+		r.Post("/v1/tasks/list", handle(s, h.tasks.listTasks))
+		r.Post("/v1/tasks/get_by_task_guid", handle(s, h.tasks.taskByGUID))
+		r.Post("/v1/tasks/cancel", handle(s, h.tasks.cancelTask))
+		r.Post("/v1/tasks/resolving", handle(s, h.tasks.resolvingTask))
+		r.Post("/v1/tasks/delete", handle(s, h.tasks.deleteTask))
+		r.Post("/v1/tasks/start", handle(s, h.tasks.startTask))
+		r.Post("/v1/tasks/complete", handle(s, h.tasks.completeTask))
+		r.Post("/v1/tasks/reject", handle(s, h.tasks.rejectTask))
 	})
 	return r
 }

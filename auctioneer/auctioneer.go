@@ -60,7 +60,7 @@ type Options struct {
 }
 
 // DefaultMaxTaskRetries is BBS's max_task_retries.
-const DefaultMaxTaskRetries = 3
+const DefaultMaxTaskRetries = model.DefaultMaxTaskRetries
 
 // Auctioneer runs placement rounds while it leads.
 type Auctioneer struct {

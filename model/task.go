@@ -28,6 +28,9 @@ const (
 	MaxTaskResultBytes = 10 * 1024
 	// MaxTaskReasonBytes bounds failure and rejection reasons, which BBS truncates to 1 KiB.
 	MaxTaskReasonBytes = 1024
+	// DefaultMaxTaskRetries is BBS's max_task_retries: how often a task may be rejected
+	// before it fails.
+	DefaultMaxTaskRetries = 3
 )
 
 // Failure reasons the BBS itself gives tasks; clients (Cloud Controller) show them to users.

@@ -16,6 +16,8 @@ import (
 	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/events"
+	"github.com/updatable-lrps/bbs/model"
+	"github.com/updatable-lrps/bbs/tasks"
 	"github.com/updatable-lrps/bbs/workflows"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
@@ -54,7 +56,9 @@ type APIConfig struct {
 	Rollouts  RolloutOptions
 	// Events tunes the event stream's hub (zero values: its defaults).
 	Events events.Options
-	Log    *zap.Logger
+	// MaxTaskRetries is how often a task may be rejected before it fails (0: BBS's 3).
+	MaxTaskRetries int
+	Log            *zap.Logger
 }
 
 // API is a running API process.
@@ -73,8 +77,14 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	log := cfg.Log
 	hub := events.NewHub(cfg.Store, cfg.Store.Notifications(), cfg.Events, log)
 	stopper := &cellapi.Stopper{Cells: cfg.Store, Client: cfg.Cells}
+	// One task service for both APIs: a task desired through one is the task of the other.
+	taskService := tasks.NewService(cfg.Store, cmp.Or(cfg.MaxTaskRetries, model.DefaultMaxTaskRetries), log)
+	taskService.SetCells(stopper)
+	if cfg.Temporal != nil {
+		taskService.SetCallbacks(&workflows.TaskCallbackClient{Client: cfg.Temporal, TaskQueue: taskQueueOr(cfg.TaskQueue)})
+	}
 	server := api.NewServer(cfg.Store, stopper, log).WithEvents(hub).
-		WithRollouts(cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue))
+		WithRollouts(cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue)).WithTasks(taskService)
 	ctx, cancel := context.WithCancel(ctx)
 	a := &API{
 		Server: server,
