@@ -84,14 +84,16 @@ type BBS interface {
 	RemoveActualLRP(ctx context.Context, key model.ActualLRPKey, ik *model.ActualLRPInstanceKey) error
 	EvacuateRunningActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo) (bool, error)
 	RemoveEvacuatingActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) error
+	TaskBBS
 }
 
 var _ BBS = (*bbsclient.Client)(nil)
 
 // Agent is a running cell.
 type Agent struct {
-	cfg  Config
-	bbs  BBS
+	cfg   Config
+	bbs   BBS
+	tasks TaskBBS
 	exec *executor.Executor
 	log  *zap.Logger
 
@@ -108,7 +110,7 @@ type Agent struct {
 // New builds a cell agent around an executor.
 func New(cfg Config, bbs BBS, exec *executor.Executor, log *zap.Logger) *Agent {
 	cfg = cfg.withDefaults()
-	return &Agent{cfg: cfg, bbs: bbs, exec: exec, log: log.Named("cell").With(zap.String("cell_id", cfg.ID)),
+	return &Agent{cfg: cfg, bbs: bbs, tasks: bbs, exec: exec, log: log.Named("cell").With(zap.String("cell_id", cfg.ID)),
 		drainStart: make(chan struct{})}
 }
 

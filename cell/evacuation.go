@@ -11,7 +11,8 @@ import (
 
 // evacuate drains the cell (seed 003): no new work; containers not yet RUNNING are stopped
 // and their instances re-placed at once; RUNNING ones keep serving as EVACUATING until their
-// replacement runs elsewhere, or until the evacuation timeout.
+// replacement runs elsewhere, or until the evacuation timeout. Tasks do not move: they
+// finish, or are failed at the timeout.
 func (a *Agent) evacuate(ctx context.Context) error {
 	a.draining.Store(true)
 	a.log.Info("evacuating")
@@ -29,7 +30,9 @@ func (a *Agent) evacuate(ctx context.Context) error {
 		}
 		if time.Now().After(deadline) {
 			a.log.Warn("evacuation timed out: stopping what is left", zap.Int("containers", remaining))
-			for _, c := range a.exec.Containers() {
+			instances, tasks := splitTasks(a.exec.Containers())
+			a.failTasksOnEvacuation(ctx, tasks)
+			for _, c := range instances {
 				ik := a.instanceKey(&c)
 				a.bbs.RemoveEvacuatingActualLRP(ctx, c.Key, ik)
 				a.exec.Delete(c.Guid)
@@ -46,8 +49,17 @@ func (a *Agent) evacuate(ctx context.Context) error {
 
 // evacuateOnce moves every container one step and returns how many are left.
 func (a *Agent) evacuateOnce(ctx context.Context) int {
-	containers := a.exec.Containers()
+	containers, tasks := splitTasks(a.exec.Containers())
+	// Tasks do not move: the cell waits for them to finish, and reports them as they do.
 	left := 0
+	for i := range tasks {
+		if tasks[i].State == executor.StateCompleted {
+			if err := a.reportTask(ctx, &tasks[i]); err == nil {
+				continue
+			}
+		}
+		left++
+	}
 	for i := range containers {
 		c := &containers[i]
 		ik := a.instanceKey(c)

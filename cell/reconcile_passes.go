@@ -13,23 +13,29 @@ import (
 // reconcileAll compares every container with the BBS, and every instance the BBS places on
 // this cell with the containers (the "No Container" rows of seed 003's table).
 func (a *Agent) reconcileAll(ctx context.Context) error {
+	instances, tasks := splitTasks(a.exec.Containers())
+	taskErr := a.reconcileTasks(ctx, tasks, true)
 	mine, err := a.bbs.ActualLRPs(ctx, model.ActualLRPFilter{CellID: a.cfg.ID})
 	if err != nil {
-		return err
+		return errors.Join(taskErr, err)
 	}
-	return a.reconcilePairs(ctx, a.exec.Containers(), mine, true)
+	return errors.Join(taskErr, a.reconcilePairs(ctx, instances, mine, true))
 }
 
 // reconcileContainers compares the containers of guids, fresh from the executor, with the
 // BBS: one container by its slot, several with one read of the cell's instances.
 func (a *Agent) reconcileContainers(ctx context.Context, guids []string) error {
-	var containers []executor.Container
+	var all []executor.Container
 	seen := map[string]bool{}
 	for _, g := range guids {
 		if c, ok := a.exec.Get(g); ok && !seen[g] {
 			seen[g] = true
-			containers = append(containers, c)
+			all = append(all, c)
 		}
+	}
+	containers, tasks := splitTasks(all)
+	if err := a.reconcileTasks(ctx, tasks, false); err != nil {
+		return err
 	}
 	switch len(containers) {
 	case 0:

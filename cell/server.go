@@ -20,6 +20,7 @@ func (a *Agent) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Post(cellapi.WorkPath, a.handleWork)
 	r.Post(cellapi.StopPath, a.handleStop)
+	r.Post(cellapi.CancelTaskPath, a.handleCancelTask)
 	r.Post(cellapi.EvacuatePath, func(w http.ResponseWriter, r *http.Request) {
 		a.Drain()
 		writeJSON(w, http.StatusOK, struct{}{})
@@ -73,7 +74,10 @@ func (a *Agent) handleWork(w http.ResponseWriter, r *http.Request) {
 			resp.Rejected = append(resp.Rejected, cellapi.Rejection{Key: work.Key, Reason: reason})
 		}
 	}
+	reservedTasks, rejectedTasks := a.reserveTasks(req.Tasks, &left)
+	resp.RejectedTasks = rejectedTasks
 	a.mu.Unlock()
+	a.startTasks(r.Context(), reservedTasks)
 
 	// Claim them all in one batch, then run what was claimed.
 	if len(accepted) > 0 {

@@ -12,8 +12,11 @@ import (
 // address allocated for it, the full environment (the definition's env plus PORT,
 // CF_INSTANCE_* and INSTANCE_*), and where its output goes.
 type StartSpec struct {
-	Guid       string
-	Key        model.ActualLRPKey
+	Guid string
+	Key  model.ActualLRPKey
+	// TaskGUID is set, and Key empty, for a task: its action runs once and its exit is the
+	// task's outcome.
+	TaskGUID   string
 	Definition model.LRPDefinition
 	Address    string
 	Ports      []model.PortMapping

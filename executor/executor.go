@@ -165,6 +165,7 @@ func (e *Executor) Reserve(spec RunSpec) (Container, error) {
 		Container: Container{
 			Guid:     spec.Guid,
 			Key:      spec.Key,
+			TaskGUID: spec.taskGUID(),
 			State:    StateReserved,
 			MemoryMB: spec.Definition.MemoryMB,
 			DiskMB:   spec.Definition.DiskMB,

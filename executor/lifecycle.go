@@ -41,6 +41,13 @@ func (e *Executor) lifecycle(ctx context.Context, c *container) {
 		return
 	}
 
+	if c.spec.Task != nil {
+		// A task runs once: it is RUNNING as soon as its action started, and its exit ends it.
+		if e.transition(c, StateRunning) {
+			e.watchTask(c, inst)
+		}
+		return
+	}
 	hasMonitor := inst.HasMonitor()
 	if !hasMonitor {
 		// Seed 002: without a monitor the instance is healthy as soon as its action runs.
@@ -62,6 +69,39 @@ func (e *Executor) watchAction(c *container, inst Instance) {
 		} else {
 			e.complete(c, crashed("action exited"))
 		}
+	}
+}
+
+// watchTask waits for a task's action and completes the container with its outcome: a
+// failure with the exit's reason, or a success with the result file's contents.
+func (e *Executor) watchTask(c *container, inst Instance) {
+	select {
+	case <-c.stop:
+		return
+	case <-inst.Done():
+	}
+	if err := inst.Err(); err != nil {
+		e.complete(c, crashed(err.Error()))
+		return
+	}
+	file := c.spec.Task.ResultFile
+	if file == "" {
+		e.complete(c, Result{})
+		return
+	}
+	rr, ok := inst.(ResultReader)
+	if !ok {
+		e.complete(c, crashed("this cell's executor cannot read result files"))
+		return
+	}
+	data, truncated, err := rr.ReadResultFile(file, model.MaxTaskResultBytes)
+	switch {
+	case err != nil:
+		e.complete(c, crashed(fmt.Sprintf("failed to read result file %s: %v", file, err)))
+	case truncated:
+		e.complete(c, crashed(fmt.Sprintf("result file %s is larger than %d bytes", file, model.MaxTaskResultBytes)))
+	default:
+		e.complete(c, Result{TaskResult: string(data)})
 	}
 }
 
@@ -201,6 +241,7 @@ func (e *Executor) startSpec(c *container) StartSpec {
 	return StartSpec{
 		Guid:       c.Guid,
 		Key:        c.Key,
+		TaskGUID:   c.TaskGUID,
 		Definition: def,
 		Address:    addr,
 		Ports:      append([]model.PortMapping(nil), c.Ports...),

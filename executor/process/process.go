@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -143,6 +144,25 @@ func (b *Backend) Start(ctx context.Context, spec executor.StartSpec) (executor.
 		close(in.done)
 	}()
 	return in, nil
+}
+
+// ReadResultFile reads a task's result file. The path is taken inside the instance
+// directory (the container's root): an absolute path such as /tmp/result.json names
+// <dir>/tmp/result.json, and no path leads outside it.
+func (in *instance) ReadResultFile(path string, limit int) ([]byte, bool, error) {
+	f, err := os.Open(filepath.Join(in.dir, filepath.Clean("/"+path)))
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if len(data) > limit {
+		return data[:limit], true, nil
+	}
+	return data, false, nil
 }
 
 // Done is closed when the action exits.
@@ -290,6 +310,9 @@ func prefix(spec executor.StartSpec) string {
 	g := spec.Guid
 	if len(g) > 8 {
 		g = g[:8]
+	}
+	if spec.TaskGUID != "" {
+		return fmt.Sprintf("[task %s %s] ", spec.TaskGUID, g)
 	}
 	return fmt.Sprintf("[%s/%d %s] ", spec.Key.ProcessGUID, spec.Key.Index, g)
 }

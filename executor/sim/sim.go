@@ -17,6 +17,9 @@
 //	                           "fail-after:<ms>"    healthy until <ms> after start
 //	SIM_HEALTHY_PROBABILITY  probability 0..1, drawn once per instance at start, that its
 //	                         health check can ever pass (default 1), for flaky definitions
+//	SIM_RESULT               what a task's result file holds (default empty)
+//
+// A task whose script neither crashes nor exits exits with status 0 at once.
 //
 // An unparsable value makes Start fail with a reason naming the variable. Random draws come
 // from a math/rand source seeded by the backend's seed and the instance guid, so a run with
@@ -58,6 +61,7 @@ type script struct {
 	monitor      string        // "pass", "fail", "pass-after", "fail-after"
 	monitorAfter time.Duration
 	healthyProb  float64
+	result       string
 }
 
 // Start simulates setup and the start of the action.
@@ -92,6 +96,9 @@ func (b *Backend) Start(ctx context.Context, spec executor.StartSpec) (executor.
 		hasMonitor:   executor.HasHealthCheck(spec.Definition),
 		sc:           sc,
 		canBeHealthy: healthyDraw < sc.healthyProb,
+	}
+	if spec.TaskGUID != "" && sc.crashAfter < 0 && sc.exitAfter < 0 {
+		sc.exitAfter = 0
 	}
 	switch {
 	case sc.crashAfter >= 0 && (sc.exitAfter < 0 || sc.crashAfter <= sc.exitAfter):
@@ -128,6 +135,14 @@ func (in *instance) exit(err error) {
 		in.err = err
 		close(in.done)
 	}
+}
+
+// ReadResultFile returns SIM_RESULT, whatever the path: a simulated task writes no files.
+func (in *instance) ReadResultFile(_ string, limit int) ([]byte, bool, error) {
+	if len(in.sc.result) > limit {
+		return []byte(in.sc.result[:limit]), true, nil
+	}
+	return []byte(in.sc.result), false, nil
 }
 
 // Done is closed when the simulated action exits.
@@ -215,6 +230,7 @@ func parseScript(env []model.EnvironmentVariable) (script, error) {
 	ms("SIM_CRASH_AFTER_MS", &sc.crashAfter)
 	ms("SIM_EXIT_AFTER_MS", &sc.exitAfter)
 	prob("SIM_HEALTHY_PROBABILITY", &sc.healthyProb)
+	sc.result = vars["SIM_RESULT"]
 	if err != nil {
 		return script{}, err
 	}
