@@ -11,6 +11,7 @@ import (
 
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 )
@@ -34,6 +35,30 @@ type TaskCallbacks struct {
 
 // CallbackTimeout bounds one callback request (BBS's default is 1 minute).
 const CallbackTimeout = time.Minute
+
+// CallbackHeartbeat is how often a callback attempt heartbeats while it waits for the
+// receiver; the workflow's heartbeat timeout is a few times longer.
+const CallbackHeartbeat = 2 * time.Second
+
+// heartbeatEvery records a heartbeat every interval until the returned stop is called.
+func heartbeatEvery(ctx context.Context, interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
 
 // ErrCallbackRetry is the application error type of an answer worth retrying: the receiver
 // could not be reached, or answered 503 or 504.
@@ -100,7 +125,12 @@ func (a *TaskCallbacks) PostTaskCallback(ctx context.Context, cb TaskCallback) (
 	if client == nil {
 		client = &http.Client{Timeout: CallbackTimeout}
 	}
+	// The request may take up to CallbackTimeout; heartbeats while it waits let Temporal
+	// hand the attempt to another worker soon after this one dies, rather than after the
+	// whole timeout.
+	stopBeats := heartbeatEvery(ctx, CallbackHeartbeat)
 	resp, err := client.Do(req)
+	stopBeats()
 	if err != nil {
 		return 0, temporal.NewApplicationErrorWithCause("callback request failed", ErrCallbackRetry, err)
 	}

@@ -41,8 +41,9 @@ const (
 // without its completion being recorded runs again harmlessly.
 func TaskCallbackWorkflow(ctx workflow.Context, in TaskCallbackInput) (TaskCallbackOutput, error) {
 	var a *activities.TaskCallbacks
+	// Short timeouts: an attempt lost with a dying worker is retried on another soon.
 	store := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
+		StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
 	})
 	var cb *activities.TaskCallback
@@ -54,6 +55,7 @@ func TaskCallbackWorkflow(ctx workflow.Context, in TaskCallbackInput) (TaskCallb
 	}
 	post := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    activities.CallbackTimeout + 10*time.Second,
+		HeartbeatTimeout:       5 * activities.CallbackHeartbeat,
 		ScheduleToCloseTimeout: CallbackDeliveryWindow,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
 			MaximumInterval: CallbackMaxInterval},
