@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/updatable-lrps/bbs/internal/tcpserve"
 	"go.uber.org/zap"
 	"golang.org/x/crypto/ssh"
 )
@@ -54,14 +55,9 @@ type Config struct {
 
 // Server is a daemon: Serve accepts connections until Close.
 type Server struct {
-	cfg    Config
-	ssh    *ssh.ServerConfig
-	slots  chan struct{}
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	lns    []net.Listener
-	wg     sync.WaitGroup
+	cfg   Config
+	ssh   *ssh.ServerConfig
+	serve tcpserve.Server
 }
 
 // New checks cfg and builds a Server.
@@ -84,7 +80,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
 	}
-	s := &Server{cfg: cfg, slots: make(chan struct{}, cfg.MaxConnections), conns: map[net.Conn]struct{}{}}
+	s := &Server{cfg: cfg}
+	s.serve = tcpserve.Server{Max: cfg.MaxConnections, Refusal: "bbs sshd: too many connections, try again later",
+		HandshakeTimeout: cfg.HandshakeTimeout, Handle: s.handle, Log: cfg.Log}
 	s.ssh = &ssh.ServerConfig{
 		PublicKeyCallback: s.authorize,
 		MaxAuthTries:      3,
@@ -106,95 +104,15 @@ func (s *Server) authorize(meta ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permi
 }
 
 // Serve accepts connections on ln until Close; it returns nil after Close.
-func (s *Server) Serve(ln net.Listener) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		ln.Close()
-		return nil
-	}
-	s.lns = append(s.lns, ln)
-	s.mu.Unlock()
-	for {
-		conn, err := ln.Accept()
-		if err != nil {
-			if s.isClosed() {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			return err
-		}
-		select {
-		case s.slots <- struct{}{}:
-		default:
-			// A line before the version string is allowed (RFC 4253 4.2); `ssh -v` shows it.
-			conn.Write([]byte("bbs sshd: too many connections, try again later\r\n"))
-			conn.Close()
-			s.cfg.Log.Warn("refused a connection: at the limit", zap.Int("max_connections", s.cfg.MaxConnections))
-			continue
-		}
-		if !s.track(conn) {
-			conn.Close()
-			<-s.slots
-			return nil
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer func() { <-s.slots }()
-			defer s.untrack(conn)
-			s.handle(conn)
-		}()
-	}
-}
-
-func (s *Server) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
-
-func (s *Server) track(c net.Conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.conns[c] = struct{}{}
-	return true
-}
-
-func (s *Server) untrack(c net.Conn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.conns, c)
-}
+func (s *Server) Serve(ln net.Listener) error { return s.serve.Serve(ln) }
 
 // Close stops accepting, closes every connection (which ends their sessions' processes) and
 // waits for them.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	s.closed = true
-	for _, ln := range s.lns {
-		ln.Close()
-	}
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-	return nil
-}
+func (s *Server) Close() error { return s.serve.Close() }
 
 // handle runs one connection: the handshake within HandshakeTimeout, then its channels.
 func (s *Server) handle(nc net.Conn) {
-	defer nc.Close()
 	log := s.cfg.Log.With(zap.String("remote", nc.RemoteAddr().String()))
-	nc.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 	conn, chans, reqs, err := ssh.NewServerConn(nc, s.ssh)
 	if err != nil {
 		log.Info("handshake failed", zap.Error(err))
