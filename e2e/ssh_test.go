@@ -75,11 +75,11 @@ func (u *sshUser) run(user string, sshArgs ...string) (stdout, stderr string, er
 	return o.String(), e.String(), err
 }
 
-func (u *sshUser) mustRun(user, command string) string {
-	u.t.Helper()
+func (u *sshUser) mustRun(t *testing.T, user, command string) string {
+	t.Helper()
 	out, stderr, err := u.run(user, command)
 	if err != nil {
-		u.t.Fatalf("ssh %s %q: %v\n%s", user, command, err, stderr)
+		t.Fatalf("ssh %s %q: %v\n%s", user, command, err, stderr)
 	}
 	return out
 }
@@ -178,6 +178,15 @@ func (s *session) ping(word string) {
 func TestSSHIntoInstancesThroughARollingUpdate(t *testing.T) {
 	const n = 3
 	d := startDev(t)
+	t.Cleanup(func() {
+		if t.Failed() { // the daemons log into their cells' logs
+			logs, _ := filepath.Glob(filepath.Join(d.dataDir, "cell-*.log"))
+			for _, f := range logs {
+				b, _ := os.ReadFile(f)
+				t.Logf("%s:\n%s", f, b[max(0, len(b)-20000):])
+			}
+		}
+	})
 	u := d.sshUser(t, filepath.Join(d.dataDir, "ssh", "proxy_password"))
 	d.api.mustPost("/v1/desired_lrp/desire", obj{"desired_lrp": d.sshLRP(t, "web", n)}, nil)
 	d.api.mustPost("/v1/desired_lrp/desire", obj{"desired_lrp": demoLRP("plain", 0)}, nil)
@@ -185,7 +194,7 @@ func TestSSHIntoInstancesThroughARollingUpdate(t *testing.T) {
 
 	t.Run("exec in each index", func(t *testing.T) {
 		for i := range n {
-			out := u.mustRun(fmt.Sprintf("diego:web/%d", i), "echo $CF_INSTANCE_INDEX $DEMO_VERSION; test -z \"$SSHD_HOST_KEY\" && echo no-key")
+			out := u.mustRun(t, fmt.Sprintf("diego:web/%d", i), "echo $CF_INSTANCE_INDEX $DEMO_VERSION; test -z \"$SSHD_HOST_KEY\" && echo no-key")
 			if want := fmt.Sprintf("%d v1\nno-key\n", i); out != want {
 				t.Fatalf("index %d: %q, want %q", i, out, want)
 			}
@@ -214,18 +223,20 @@ func TestSSHIntoInstancesThroughARollingUpdate(t *testing.T) {
 	})
 
 	t.Run("scp and sftp", func(t *testing.T) {
+		// scp and sftp read "user@host:path" up to the first colon: the user goes in -o User
+		// (as with cf ssh's user cf:<guid>/<index>).
 		local := filepath.Join(u.home, "up.txt")
 		os.WriteFile(local, []byte("uploaded by scp\n"), 0o644)
-		if out, err := u.command("scp", local, "diego:web/1@127.0.0.1:up.txt").CombinedOutput(); err != nil {
+		if out, err := u.command("scp", "-o", "User=diego:web/1", local, "127.0.0.1:up.txt").CombinedOutput(); err != nil {
 			t.Fatalf("scp up: %v\n%s", err, out)
 		}
-		if out := u.mustRun("diego:web/1", "cat up.txt; pwd"); !strings.HasPrefix(out, "uploaded by scp\n") {
+		if out := u.mustRun(t, "diego:web/1", "cat up.txt; pwd"); !strings.HasPrefix(out, "uploaded by scp\n") {
 			t.Fatalf("the file in the instance: %q", out)
 		}
-		if out, err := u.command("scp", "diego:web/1@127.0.0.1:up.txt", filepath.Join(u.home, "down.txt")).CombinedOutput(); err != nil {
+		if out, err := u.command("scp", "-o", "User=diego:web/1", "127.0.0.1:up.txt", filepath.Join(u.home, "down.txt")).CombinedOutput(); err != nil {
 			t.Fatalf("scp down: %v\n%s", err, out)
 		}
-		sftp := u.command("sftp", "diego:web/1@127.0.0.1")
+		sftp := u.command("sftp", "-o", "User=diego:web/1", "127.0.0.1")
 		sftp.Stdin = strings.NewReader("put " + local + " via-sftp.txt\nget up.txt " + filepath.Join(u.home, "sftp.txt") + "\nls\n")
 		if out, err := sftp.CombinedOutput(); err != nil || !strings.Contains(string(out), "via-sftp.txt") {
 			t.Fatalf("sftp: %v\n%s", err, out)
@@ -284,7 +295,7 @@ func TestSSHIntoInstancesThroughARollingUpdate(t *testing.T) {
 		// Indices 0 and 1 roll; the session on index 2 is untouched.
 		d.waitFor(t, "indices 0 and 1 on v2", 90*time.Second, func() bool { return d.onlyOn("web", 0, "v2") && d.onlyOn("web", 1, "v2") })
 		s.ping("after-0-and-1")
-		if out := u.mustRun("diego:web/0", "echo $DEMO_VERSION"); out != "v2\n" {
+		if out := u.mustRun(t, "diego:web/0", "echo $DEMO_VERSION"); out != "v2\n" {
 			t.Fatalf("index 0 after its update answers %q", out)
 		}
 
@@ -309,7 +320,7 @@ func TestSSHIntoInstancesThroughARollingUpdate(t *testing.T) {
 			t.Fatal("the session outlived its retired instance by 30 s")
 		}
 		d.waitFor(t, "every index on v2", 60*time.Second, func() bool { return d.allOn("web", "v2", n) })
-		if out := u.mustRun("diego:web/2", "echo $DEMO_VERSION"); out != "v2\n" {
+		if out := u.mustRun(t, "diego:web/2", "echo $DEMO_VERSION"); out != "v2\n" {
 			t.Fatalf("index 2 after its update answers %q", out)
 		}
 	})
