@@ -18,6 +18,7 @@ type devStack struct {
 	api                  client
 	pgPort, temporalPort int
 	routerPort           int
+	sshPort              int
 	dataDir              string
 }
 
@@ -30,10 +31,11 @@ func startDev(t *testing.T, extra ...string) *devStack {
 		"--bbs-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		"--pg-port", fmt.Sprint(pgPort), "--temporal-bin", bin,
 		"--temporal-port", fmt.Sprint(temporalPort), "--temporal-ui-port", fmt.Sprint(freePort(t))}, extra...)
-	routerPort := freePort(t)
-	args = append(args, "--router-listen", fmt.Sprintf("127.0.0.1:%d", routerPort), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
+	routerPort, sshPort := freePort(t), freePort(t)
+	args = append(args, "--router-listen", fmt.Sprintf("127.0.0.1:%d", routerPort), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--ssh-proxy-listen", fmt.Sprintf("127.0.0.1:%d", sshPort))
 	d := &devStack{p: start(t, nil, args...), api: client{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", apiPort)},
-		pgPort: pgPort, temporalPort: temporalPort, routerPort: routerPort, dataDir: dataDir}
+		pgPort: pgPort, temporalPort: temporalPort, routerPort: routerPort, sshPort: sshPort, dataDir: dataDir}
 	d.p.waitOutput(t, "Ctrl-C stops everything", 2*time.Minute)
 	t.Cleanup(func() { d.p.cmd.Process.Signal(syscall.SIGINT); <-d.p.done })
 	return d
@@ -53,6 +55,7 @@ type instance struct {
 	} `json:"ports"`
 	CrashCount  int32  `json:"crash_count"`
 	CrashReason string `json:"crash_reason"`
+	Retiring    bool   `json:"retiring"`
 }
 
 func (d *devStack) instances(guid string) []instance {

@@ -29,12 +29,13 @@ func temporalBin(t *testing.T) string { return temporaltest.Bin(t) }
 func TestDevModeRunsTheWholeSystem(t *testing.T) {
 	bin := temporalBin(t)
 	dataDir := t.TempDir()
-	apiPort, pgPort, tPort, uiPort, protocolPort := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
+	apiPort, pgPort, tPort, uiPort, protocolPort, sshPort := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
 	args := []string{"dev", "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", apiPort),
 		"--bbs-listen", fmt.Sprintf("127.0.0.1:%d", protocolPort),
 		"--pg-port", fmt.Sprint(pgPort), "--temporal-bin", bin,
 		"--temporal-port", fmt.Sprint(tPort), "--temporal-ui-port", fmt.Sprint(uiPort),
-		"--router-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+		"--router-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--ssh-proxy-listen", fmt.Sprintf("127.0.0.1:%d", sshPort)}
 	c := client{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", apiPort)}
 
 	p := start(t, nil, args...)
@@ -43,7 +44,9 @@ func TestDevModeRunsTheWholeSystem(t *testing.T) {
 	out := p.out.String()
 	for _, want := range []string{"BBS dev stack is up", fmt.Sprintf("http://127.0.0.1:%d", apiPort),
 		fmt.Sprintf("http://localhost:%d", uiPort), fmt.Sprintf("127.0.0.1:%d", tPort),
-		fmt.Sprintf("BBS protocol  http://127.0.0.1:%d", protocolPort)} {
+		fmt.Sprintf("BBS protocol  http://127.0.0.1:%d", protocolPort),
+		fmt.Sprintf("SSH proxy     ssh -p %d diego:<process_guid>/<index>@127.0.0.1  (password in %s", sshPort, filepath.Join(dataDir, "ssh", "proxy_password")),
+		"TPS watcher   reports crashes to a stand-in Cloud Controller"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the banner does not say %q:\n%s", want, out)
 		}

@@ -42,6 +42,8 @@ func runDevCommand(ctx context.Context, args []string) error {
 	convergeEvery := fs.Duration("convergence-interval", envDuration("BBS_CONVERGENCE_INTERVAL", workflows.DefaultConvergenceInterval), "how often convergence runs [BBS_CONVERGENCE_INTERVAL]")
 	nZones := fs.Int("zones", 2, "zones to spread the cells over")
 	cellExecutor := fs.String("cell-executor", "process", "process (real local processes) or sim")
+	sshAddr := fs.String("ssh-proxy-listen", "127.0.0.1:2222", "the ssh proxy's address (\"\": no ssh proxy)")
+	ccURL := fs.String("tps-cc-url", "", "Cloud Controller's internal API the tps-watcher reports crashes to (default: a stand-in that logs them to <data-dir>/cc.log)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -179,6 +181,25 @@ func runDevCommand(ctx context.Context, args []string) error {
 		rt.Stop()
 	}()
 
+	sshLine, sshProxy, err := startDevSSHProxy(ctx, *sshAddr, dir, *dataDir, a.URL(), log)
+	if err != nil {
+		return err
+	}
+	if sshProxy != nil {
+		defer func() {
+			log.Info("stopping the ssh proxy")
+			sshProxy.Stop()
+		}()
+	}
+	tpsLine, stopTPS, err := startDevTPSWatcher(ctx, *ccURL, dir, *dataDir, a.URL(), log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		log.Info("stopping the tps-watcher")
+		stopTPS()
+	}()
+
 	log.Info("starting cells", zap.Int("cells", *nCells), zap.Int("zones", *nZones))
 	cells, err := startDevCells(ctx, store, *nCells, *nZones, a.URL(), *cellExecutor, dir, log)
 	defer func() {
@@ -202,12 +223,14 @@ BBS dev stack is up:
   Temporal      %s (namespace default, state in %s, log %s)
   Worker        %s
   Router        http://%s (apps by Host header; stats: http://%s/stats)
+  SSH proxy     %s
+  TPS watcher   %s
   PostgreSQL    %s %s
 %s  Supervision   %s
 Ctrl-C stops everything; the next 'make run' resumes with the data kept.
 
 `, a.URL(), a.URL(), protocolLine(a), *uiPort, ts.Address(), filepath.Join(*dataDir, "temporal.db"),
-		filepath.Join(*dataDir, "temporal.log"), workerLine, *routerAddr, *routerAdmin, redact(dbURL), pgNote, cellLines, supervised)
+		filepath.Join(*dataDir, "temporal.log"), workerLine, *routerAddr, *routerAdmin, sshLine, tpsLine, redact(dbURL), pgNote, cellLines, supervised)
 
 	select {
 	case <-ctx.Done():

@@ -5,6 +5,7 @@
 //	bbs worker    run the Temporal worker
 //	bbs migrate   apply database migrations and exit
 //	bbs dev       start PostgreSQL, the Temporal dev server, the API and the worker
+//	bbs ssh-proxy, bbs sshd, bbs tps-watcher: the BBS's ssh and Cloud Controller clients
 package main
 
 import (
@@ -28,12 +29,18 @@ commands:
   migrate   apply database migrations and exit
   router    route HTTP by Host header to the RUNNING instances of the LRPs (port 8080)
   cell      run a cell agent that runs instances (SIGTERM drains it, Ctrl-C stops it)
+  ssh-proxy let ssh users into instances: user diego:<process_guid>/<index> (port 2222)
+  sshd      the ssh daemon an LRP runs beside its app (a codependent action)
+  tps-watcher  report instance crashes to Cloud Controller, from the BBS event stream
   dev       run everything on one machine: a private PostgreSQL under .data/ (unless
             DATABASE_URL is set), the Temporal dev server with its Web UI, the API and the
-            protocol listener, the worker, the router and 3 cells
+            protocol listener, the worker, the router, the ssh proxy, the tps-watcher
+            and 3 cells
 
 Run 'bbs <command> -h' for the flags of a command. Secrets come from the environment:
-DATABASE_URL (or DATABASE_URL_FILE naming a file that holds it).
+DATABASE_URL (or DATABASE_URL_FILE naming a file that holds it); the ssh proxy's password
+and host key, BBS_SSH_PROXY_PASSWORD and BBS_SSH_PROXY_HOST_KEY; the daemon's keys,
+SSHD_HOST_KEY and SSHD_AUTHORIZED_KEY (each also as NAME_FILE).
 `
 
 func main() {
@@ -42,12 +49,15 @@ func main() {
 		os.Exit(2)
 	}
 	commands := map[string]func(ctx context.Context, args []string) error{
-		"api":     runAPICommand,
-		"worker":  runWorkerCommand,
-		"migrate": runMigrateCommand,
-		"dev":     runDevCommand,
-		"cell":    runCellCommand,
-		"router":  runRouterCommand,
+		"api":         runAPICommand,
+		"worker":      runWorkerCommand,
+		"migrate":     runMigrateCommand,
+		"dev":         runDevCommand,
+		"cell":        runCellCommand,
+		"router":      runRouterCommand,
+		"ssh-proxy":   runSSHProxyCommand,
+		"sshd":        runSSHDCommand,
+		"tps-watcher": runTPSWatcherCommand,
 	}
 	cmd, ok := commands[os.Args[1]]
 	if !ok {

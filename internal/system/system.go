@@ -1,8 +1,9 @@
 // Package system assembles the BBS's processes from their parts: the API, the worker process
 // (workflows, activities, placement, the cell watch and the convergence schedule), a cell
-// agent, and the router. It is the one composition root: every `bbs` subcommand, the dev mode,
-// the test cluster and the benchmarks build the system through it, each with a config struct,
-// so that what the tests exercise is what production runs.
+// agent, the router, the ssh proxy and daemon, and the tps-watcher. It is the one composition
+// root: every `bbs` subcommand, the dev mode, the test cluster and the benchmarks build the
+// system through it, each with a config struct, so that what the tests exercise is what
+// production runs.
 package system
 
 import (

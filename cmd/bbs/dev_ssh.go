@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/updatable-lrps/bbs/bbsclient"
+	"github.com/updatable-lrps/bbs/internal/system"
+	"github.com/updatable-lrps/bbs/sshproxy"
+	"github.com/updatable-lrps/bbs/tpswatcher"
+)
+
+// devSSH is the dev mode's ssh material, made at the first start under <data>/ssh and kept:
+// the proxy's host key and password, and the key pair a demo LRP's daemons and the proxy
+// share (Cloud Controller makes one per app; the dev mode one for every LRP it suggests).
+type devSSH struct {
+	dir          string
+	proxyHostKey ssh.Signer
+	password     string
+	instanceHost ssh.Signer
+	instancePEM  string // the daemons' host key, PEM
+	proxyPEM     string // the key the proxy logs in to daemons with, PEM
+	proxyKey     ssh.Signer
+}
+
+// PasswordFile is where the proxy's password is kept (mode 0600).
+func (d *devSSH) PasswordFile() string { return filepath.Join(d.dir, "proxy_password") }
+
+// DemoLRPFile is a desire request for the demo app with ssh enabled.
+func (d *devSSH) DemoLRPFile() string { return filepath.Join(d.dir, "demo-lrp.json") }
+
+// loadDevSSH reads the dev mode's ssh material from dir, making what is missing.
+func loadDevSSH(dir string) (*devSSH, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	d := &devSSH{dir: dir}
+	var err error
+	var proxyHostPEM string
+	if proxyHostPEM, err = keepFile(filepath.Join(dir, "proxy_host_key"), newPEMKey); err != nil {
+		return nil, err
+	}
+	if d.password, err = keepFile(d.PasswordFile(), newPassword); err != nil {
+		return nil, err
+	}
+	if d.instancePEM, err = keepFile(filepath.Join(dir, "instance_host_key"), newPEMKey); err != nil {
+		return nil, err
+	}
+	if d.proxyPEM, err = keepFile(filepath.Join(dir, "instance_login_key"), newPEMKey); err != nil {
+		return nil, err
+	}
+	for _, k := range []struct {
+		pem string
+		to  *ssh.Signer
+	}{{proxyHostPEM, &d.proxyHostKey}, {d.instancePEM, &d.instanceHost}, {d.proxyPEM, &d.proxyKey}} {
+		if *k.to, err = ssh.ParsePrivateKey([]byte(k.pem)); err != nil {
+			return nil, fmt.Errorf("a key under %s is not a PEM private key: remove the directory to make new ones", dir)
+		}
+	}
+	return d, nil
+}
+
+// keepFile returns the file's content, writing create's first (mode 0600) when it is missing.
+func keepFile(path string, create func() (string, error)) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		return string(b), nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	v, err := create()
+	if err != nil {
+		return "", err
+	}
+	return v, os.WriteFile(path, []byte(v), 0o600)
+}
+
+func newPEMKey() (string, error) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return "", err
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		return "", err
+	}
+	return string(pem.EncodeToMemory(block)), nil
+}
+
+func newPassword() (string, error) {
+	b := make([]byte, 18)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// writeDemoLRP writes a desire request for cmd/demoapp with ssh enabled, composed as Cloud
+// Controller composes an app with ssh: the app and `bbs sshd` as codependent actions, the
+// ssh port among the definition's ports, and a diego-ssh route naming the daemons' host
+// key fingerprint and the key the proxy logs in with. The file holds keys: mode 0600.
+func (d *devSSH) writeDemoLRP(bbsBin, demoBin string) error {
+	route, err := json.Marshal(sshproxy.Route{ContainerPort: 2222,
+		HostFingerprint: sshproxy.Fingerprint(d.instanceHost.PublicKey()), PrivateKey: d.proxyPEM})
+	if err != nil {
+		return err
+	}
+	type obj = map[string]any
+	lrp := obj{"desired_lrp": obj{
+		"process_guid": "demo", "domain": "cf-apps", "instances": 3, "rootfs": "preloaded:cflinuxfs4",
+		"memory_mb": 64, "disk_mb": 64, "ports": []int{8080, 2222},
+		"env": []obj{{"name": "DEMO_VERSION", "value": "v1"}},
+		"routes": obj{
+			"cf-router":        []obj{{"hostnames": []string{"demo.example.com"}, "port": 8080}},
+			sshproxy.RouteName: json.RawMessage(route),
+		},
+		"action": obj{"codependent": obj{"actions": []obj{
+			{"run": obj{"path": demoBin}},
+			{"run": obj{"path": bbsBin, "args": []string{"sshd", "--port", "2222"}, "env": []obj{
+				{"name": envSSHDHostKey, "value": d.instancePEM},
+				{"name": envSSHDAuthorizedKey, "value": string(ssh.MarshalAuthorizedKey(d.proxyKey.PublicKey()))},
+			}}},
+		}}},
+		"check_definition": obj{"checks": []obj{{"http_check": obj{"port": 8080, "path": "/health"}}}},
+	}}
+	b, err := json.MarshalIndent(lrp, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(d.DemoLRPFile(), b, 0o600)
+}
+
+// devCC is a stand-in for Cloud Controller's internal API: it logs what the tps-watcher
+// reports, one line per request, to a file, and answers 200.
+type devCC struct {
+	srv  *http.Server
+	URL  string
+	file string
+}
+
+func startDevCC(logFile string, log *zap.Logger) (*devCC, error) {
+	f, err := os.OpenFile(logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	var mu sync.Mutex
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		mu.Lock()
+		fmt.Fprintf(f, "%s %s %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), r.Method, r.URL.Path, body)
+		mu.Unlock()
+	})}
+	srv.RegisterOnShutdown(func() { f.Close() })
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("stand-in Cloud Controller", zap.Error(err))
+		}
+	}()
+	return &devCC{srv: srv, URL: "http://" + ln.Addr().String(), file: logFile}, nil
+}
+
+func (c *devCC) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c.srv.Shutdown(ctx)
+}
+
+// startDevSSHProxy starts the dev mode's ssh proxy (nil when addr is empty) with the keys
+// and password under <data>/ssh, writes the demo LRP with ssh beside them, and returns the
+// banner's line, which names the password's file, not the password.
+func startDevSSHProxy(ctx context.Context, addr, dir, shownDir, apiURL string, log *zap.Logger) (string, *system.SSHProxy, error) {
+	if addr == "" {
+		return "not started (--ssh-proxy-listen is empty)", nil, nil
+	}
+	keys, err := loadDevSSH(filepath.Join(dir, "ssh"))
+	if err != nil {
+		return "", nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", nil, err
+	}
+	cwd, _ := os.Getwd()
+	if err := keys.writeDemoLRP(self, filepath.Join(cwd, "bin", "demoapp")); err != nil {
+		return "", nil, err
+	}
+	p, err := system.StartSSHProxy(ctx, system.SSHProxyConfig{Listen: addr, Proxy: sshproxy.Config{
+		HostKey: keys.proxyHostKey, Password: []byte(keys.password), BBS: bbsclient.New(apiURL, nil),
+		Log: log.Named("ssh-proxy"),
+	}})
+	if err != nil {
+		return "", nil, err
+	}
+	host, port, _ := net.SplitHostPort(p.Addr)
+	shown := filepath.Join(shownDir, "ssh")
+	return fmt.Sprintf("ssh -p %s diego:<process_guid>/<index>@%s  (password in %s; an LRP with ssh: %s)",
+		port, host, filepath.Join(shown, "proxy_password"), filepath.Join(shown, "demo-lrp.json")), p, nil
+}
+
+// startDevTPSWatcher starts the tps-watcher, reporting to ccURL or to a stand-in Cloud
+// Controller that logs the reports to <data>/cc.log.
+func startDevTPSWatcher(ctx context.Context, ccURL, dir, shownDir, apiURL string, log *zap.Logger) (string, func(), error) {
+	stopCC := func() {}
+	line := "reports crashes to " + ccURL
+	if ccURL == "" {
+		cc, err := startDevCC(filepath.Join(dir, "cc.log"), log)
+		if err != nil {
+			return "", nil, err
+		}
+		ccURL, stopCC = cc.URL, cc.stop
+		line = fmt.Sprintf("reports crashes to a stand-in Cloud Controller that logs them to %s (--tps-cc-url for a real one)",
+			filepath.Join(shownDir, "cc.log"))
+	}
+	w := system.StartTPSWatcher(ctx, system.TPSWatcherConfig{BBS: bbsclient.New(apiURL, nil),
+		CC: tpswatcher.NewCCClient(ccURL, nil), Log: log})
+	return line, func() { w.Stop(); stopCC() }, nil
+}

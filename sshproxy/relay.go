@@ -1,0 +1,94 @@
+package sshproxy
+
+import (
+	"io"
+	"sync"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// relay joins the user's connection and the daemon's: every channel and global request
+// either side opens is opened on the other, until either connection ends, which ends both.
+func relay(user ssh.Conn, userChans <-chan ssh.NewChannel, userReqs <-chan *ssh.Request,
+	daemon ssh.Conn, daemonChans <-chan ssh.NewChannel, daemonReqs <-chan *ssh.Request) {
+	go relayGlobalRequests(userReqs, daemon)
+	go relayGlobalRequests(daemonReqs, user)
+	go relayChannels(userChans, daemon)
+	go relayChannels(daemonChans, user)
+	ended := make(chan struct{}, 2)
+	go func() { user.Wait(); ended <- struct{}{} }()
+	go func() { daemon.Wait(); ended <- struct{}{} }()
+	<-ended
+	user.Close()
+	daemon.Close()
+	<-ended
+}
+
+func relayGlobalRequests(reqs <-chan *ssh.Request, to ssh.Conn) {
+	for r := range reqs {
+		ok, payload, err := to.SendRequest(r.Type, r.WantReply, r.Payload)
+		if r.WantReply {
+			if err != nil {
+				ok, payload = false, nil
+			}
+			r.Reply(ok, payload)
+		}
+	}
+}
+
+// relayChannels opens each new channel on the other side; the other side's refusal is
+// passed on as it is.
+func relayChannels(chans <-chan ssh.NewChannel, to ssh.Conn) {
+	for nch := range chans {
+		go func() {
+			other, otherReqs, err := to.OpenChannel(nch.ChannelType(), nch.ExtraData())
+			if err != nil {
+				if oe, ok := err.(*ssh.OpenChannelError); ok {
+					nch.Reject(oe.Reason, oe.Message)
+				} else {
+					nch.Reject(ssh.ConnectionFailed, "bbs ssh-proxy: "+err.Error())
+				}
+				return
+			}
+			ch, reqs, err := nch.Accept()
+			if err != nil {
+				other.Close()
+				return
+			}
+			joinChannels(ch, reqs, other, otherReqs)
+		}()
+	}
+}
+
+// joinChannels copies data, extended data and requests both ways. Each side's end of data
+// becomes an EOF on the other; once a side closes (its requests end) and its data is
+// through, the other side is closed too.
+func joinChannels(a ssh.Channel, aReqs <-chan *ssh.Request, b ssh.Channel, bReqs <-chan *ssh.Request) {
+	aToB := pump(a, b)
+	bToA := pump(b, a)
+	go relayChannelRequests(aReqs, b, aToB)
+	relayChannelRequests(bReqs, a, bToA)
+}
+
+// pump copies from's data and extended data to to, then sends to an EOF.
+func pump(from, to ssh.Channel) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); io.Copy(to, from) }()
+	go func() { defer wg.Done(); io.Copy(to.Stderr(), from.Stderr()) }()
+	go func() { wg.Wait(); to.CloseWrite() }()
+	return &wg
+}
+
+// relayChannelRequests forwards a channel's requests (pty-req, exec, exit-status, ...) until
+// the channel closes, and then closes the other side once the data in flight is through.
+func relayChannelRequests(reqs <-chan *ssh.Request, to ssh.Channel, data *sync.WaitGroup) {
+	for r := range reqs {
+		ok, err := to.SendRequest(r.Type, r.WantReply, r.Payload)
+		if r.WantReply {
+			r.Reply(ok && err == nil, nil)
+		}
+	}
+	data.Wait()
+	to.Close()
+}
