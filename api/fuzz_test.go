@@ -44,6 +44,12 @@ var fuzzDecoders = []fuzzDecoder{
 	fuzzDecoderFor[retireRequest]("retireRequest"),
 	fuzzDecoderFor[rolloutFilterRequest]("rolloutFilterRequest"),
 	fuzzDecoderFor[listCellsRequest]("listCellsRequest"),
+	fuzzDecoderFor[desireTaskRequest]("desireTaskRequest"),
+	fuzzDecoderFor[tasksRequest]("tasksRequest"),
+	fuzzDecoderFor[taskGUIDRequest]("taskGUIDRequest"),
+	fuzzDecoderFor[startTaskRequest]("startTaskRequest"),
+	fuzzDecoderFor[completeTaskRequest]("completeTaskRequest"),
+	fuzzDecoderFor[rejectTaskRequest]("rejectTaskRequest"),
 }
 
 // isJSONSpace reports whether body is empty or only JSON whitespace (RFC 8259: space, tab,
@@ -55,6 +61,8 @@ func isJSONSpace(body []byte) bool {
 func FuzzDecodeRequests(f *testing.F) {
 	// A few seeds inline; the rest live in testdata/fuzz/FuzzDecodeRequests.
 	f.Add([]byte(`{"desired_lrp":{"process_guid":"web-1","domain":"cf-apps","instances":1,"rootfs":"docker:///busybox","action":{"run":{"path":"/bin/sh"}}}}`))
+	f.Add([]byte(`{"task":{"task_guid":"t-1","domain":"cf-tasks","rootfs":"preloaded:x","action":{"run":{"path":"/bin/true"}},"result_file":"/r","completion_callback_url":"https://cc/x"}}`))
+	f.Add([]byte(`{"task_guid":"t-1","cell_id":"c","failed":true,"failure_reason":"x"}`))
 	f.Add([]byte(``))
 	f.Add([]byte(`null`))
 	f.Add([]byte(`{`))
