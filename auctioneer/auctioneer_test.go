@@ -145,19 +145,8 @@ func desireTask(t *testing.T, s *db.Store, guid string, memoryMB int32) {
 // Tasks are placed with instances; a task that fits no cell, or that its cell refuses, is
 // rejected with the reason and tried again, and fails once rejected MaxTaskRetries times.
 func TestTaskPlacementAndRejection(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s := dbtest.NewStore(t)
-	if _, err := s.DB().Exec(`INSERT INTO cells (cell_id, zone, rep_address, memory_mb, disk_mb, containers, expires_at)
-VALUES ('cell-1', 'z1', 'http://127.0.0.1:1', 1024, 4096, 100, now() + interval '1 hour')`); err != nil {
-		t.Fatal(err)
-	}
-	cells := &recordingCells{got: make(chan string, 100)}
-	a := auctioneer.New(s, s.Notifications(), cells, auctioneer.Options{Interval: 20 * time.Millisecond,
-		RetryFailed: 20 * time.Millisecond, MaxTaskRetries: 2}, zap.NewNop())
-	done := make(chan struct{})
-	go func() { defer close(done); a.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	ctx := context.Background()
+	s, cells := runTaskPlacement(t, false, 2)
 
 	desireTask(t, s, "fits", 512)
 	desire(t, s, "lrp")
@@ -176,19 +165,8 @@ VALUES ('cell-1', 'z1', 'http://127.0.0.1:1', 1024, 4096, 100, now() + interval 
 
 // A cell's refusal counts as a rejection.
 func TestTaskRejectedByCell(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s := dbtest.NewStore(t)
-	if _, err := s.DB().Exec(`INSERT INTO cells (cell_id, zone, rep_address, memory_mb, disk_mb, containers, expires_at)
-VALUES ('cell-1', 'z1', 'http://127.0.0.1:1', 1024, 4096, 100, now() + interval '1 hour')`); err != nil {
-		t.Fatal(err)
-	}
-	cells := &recordingCells{got: make(chan string, 100), rejectTasks: true}
-	a := auctioneer.New(s, s.Notifications(), cells, auctioneer.Options{Interval: 20 * time.Millisecond,
-		RetryFailed: 20 * time.Millisecond, MaxTaskRetries: 1}, zap.NewNop())
-	done := make(chan struct{})
-	go func() { defer close(done); a.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	ctx := context.Background()
+	s, _ := runTaskPlacement(t, true, 1)
 
 	desireTask(t, s, "refused", 64)
 	testwait.Until(t, 10*time.Second, 10*time.Millisecond, "the refused task to fail", func() bool {
@@ -199,4 +177,23 @@ VALUES ('cell-1', 'z1', 'http://127.0.0.1:1', 1024, 4096, 100, now() + interval 
 	if !task.Failed || task.FailureReason != "cell is full" || task.RejectionCount != 1 {
 		t.Fatalf("refused = %+v", task)
 	}
+}
+
+// runTaskPlacement runs an auctioneer, quick to retry, over a fresh store with one 1 GiB cell
+// whose agent records its work (refusing every task with rejectTasks), until the test ends.
+func runTaskPlacement(t *testing.T, rejectTasks bool, maxRetries int) (*db.Store, *recordingCells) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := dbtest.NewStore(t)
+	if _, err := s.DB().Exec(`INSERT INTO cells (cell_id, zone, rep_address, memory_mb, disk_mb, containers, expires_at)
+VALUES ('cell-1', 'z1', 'http://127.0.0.1:1', 1024, 4096, 100, now() + interval '1 hour')`); err != nil {
+		t.Fatal(err)
+	}
+	cells := &recordingCells{got: make(chan string, 100), rejectTasks: rejectTasks}
+	a := auctioneer.New(s, s.Notifications(), cells, auctioneer.Options{Interval: 20 * time.Millisecond,
+		RetryFailed: 20 * time.Millisecond, MaxTaskRetries: maxRetries}, zap.NewNop())
+	done := make(chan struct{})
+	go func() { defer close(done); a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return s, cells
 }

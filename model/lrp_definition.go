@@ -104,23 +104,8 @@ func (d *LRPDefinition) Validate() error {
 			return err
 		}
 	}
-	if d.RootFS == "" {
-		return invalid("rootfs is required")
-	}
-	if u, err := url.Parse(d.RootFS); err != nil || u.Scheme == "" {
-		return invalid("rootfs %q must be a URL with a scheme (e.g. docker:///busybox or preloaded:cflinuxfs4)", d.RootFS)
-	}
-	if d.MemoryMB < 0 {
-		return invalid("memory_mb must be >= 0")
-	}
-	if d.DiskMB < 0 {
-		return invalid("disk_mb must be >= 0")
-	}
-	if d.MaxPids < 0 {
-		return invalid("max_pids must be >= 0")
-	}
-	if d.CPUWeight > MaxCPUWeight {
-		return invalid("cpu_weight must be <= %d", MaxCPUWeight)
+	if err := validateContainer(d.RootFS, d.MemoryMB, d.DiskMB, d.MaxPids, d.CPUWeight); err != nil {
+		return err
 	}
 	if d.StartTimeoutMs < 0 {
 		return invalid("start_timeout_ms must be >= 0")
@@ -152,6 +137,30 @@ func (d *LRPDefinition) Validate() error {
 		}
 	}
 	return validateContainerFields(d.PlacementTags, d.EgressRules, d.CachedDependencies, d.VolumeMounts, d.Network)
+}
+
+// validateContainer checks what LRP and task definitions share about their container: a
+// rootfs URL with a scheme and non-negative sizes.
+func validateContainer(rootfs string, memoryMB, diskMB, maxPids int32, cpuWeight uint32) error {
+	if rootfs == "" {
+		return invalid("rootfs is required")
+	}
+	if u, err := url.Parse(rootfs); err != nil || u.Scheme == "" {
+		return invalid("rootfs %q must be a URL with a scheme (e.g. docker:///busybox or preloaded:cflinuxfs4)", rootfs)
+	}
+	if memoryMB < 0 {
+		return invalid("memory_mb must be >= 0")
+	}
+	if diskMB < 0 {
+		return invalid("disk_mb must be >= 0")
+	}
+	if maxPids < 0 {
+		return invalid("max_pids must be >= 0")
+	}
+	if cpuWeight > MaxCPUWeight {
+		return invalid("cpu_weight must be <= %d", MaxCPUWeight)
+	}
+	return nil
 }
 
 // validateContainerFields checks what LRP and task definitions share about the container

@@ -127,29 +127,14 @@ func (t *Task) Validate() error {
 // Validate checks a task definition by BBS's rules, and that a completion callback is a URL
 // the BBS can POST to.
 func (d *TaskDefinition) Validate() error {
-	if d.RootFS == "" {
-		return invalid("rootfs is required")
-	}
-	if u, err := url.Parse(d.RootFS); err != nil || u.Scheme == "" {
-		return invalid("rootfs %q must be a URL with a scheme (e.g. docker:///busybox or preloaded:cflinuxfs4)", d.RootFS)
+	if err := validateContainer(d.RootFS, d.MemoryMB, d.DiskMB, d.MaxPids, d.CPUWeight); err != nil {
+		return err
 	}
 	if d.Action == nil {
 		return invalid("action is required")
 	}
 	if err := d.Action.validate("action", 0); err != nil {
 		return err
-	}
-	if d.MemoryMB < 0 {
-		return invalid("memory_mb must be >= 0")
-	}
-	if d.DiskMB < 0 {
-		return invalid("disk_mb must be >= 0")
-	}
-	if d.MaxPids < 0 {
-		return invalid("max_pids must be >= 0")
-	}
-	if d.CPUWeight > MaxCPUWeight {
-		return invalid("cpu_weight must be <= %d", MaxCPUWeight)
 	}
 	if err := validateAnnotation(d.Annotation); err != nil {
 		return err
