@@ -44,6 +44,17 @@ func TestErrorsAreBBSErrors(t *testing.T) {
 	}
 	negative := lrp("compat-negative-instances", func(l *models.DesiredLRP) { l.Instances = -1 })
 	missing := "compat-no-such-guid"
+	// badTask breaks most of TaskDefinition's rules at once, so that the order of BBS's
+	// messages is compared too.
+	badTask := &models.TaskDefinition{
+		RootFs: "cflinuxfs4", MemoryMb: -1, DiskMb: -1, MaxPids: -1, LogRateLimit: &models.LogRateLimit{BytesPerSecond: -2},
+		Action:             models.WrapAction(&models.RunAction{Path: "/bin/true"}),
+		EgressRules:        []*models.SecurityGroupRule{{Protocol: "tcp", Destinations: []string{"10.0.0.1"}}},
+		ImagePassword:      "p",
+		CachedDependencies: []*models.CachedDependency{{From: "https://x", ChecksumValue: "v"}},
+		ImageLayers: []*models.ImageLayer{{Url: "u", DestinationPath: "/", LayerType: models.LayerTypeExclusive,
+			MediaType: models.MediaTypeTgz}},
+	}
 	cases := []errorCase{
 		{
 			name:  "upsert a domain without a name",
@@ -141,6 +152,89 @@ func TestErrorsAreBBSErrors(t *testing.T) {
 				return c.CancelTask(log, traceID(t), missing)
 			},
 			want: models.ErrResourceNotFound,
+		},
+		{
+			name:  "desire a task with an empty definition",
+			route: bbs.DesireTaskRoute_r2,
+			call: func(t *testing.T, c bbs.InternalClient, log lager.Logger) error {
+				return c.DesireTask(log, traceID(t), "compat-empty", "compat", &models.TaskDefinition{})
+			},
+			invalid: &models.DesireTaskRequest{TaskGuid: "compat-empty", Domain: "compat", TaskDefinition: &models.TaskDefinition{}},
+		},
+		{
+			name:  "desire a task BBS refuses on many counts",
+			route: bbs.DesireTaskRoute_r2,
+			call: func(t *testing.T, c bbs.InternalClient, log lager.Logger) error {
+				return c.DesireTask(log, traceID(t), "a.b", "", badTask)
+			},
+			invalid: &models.DesireTaskRequest{TaskGuid: "a.b", TaskDefinition: badTask},
+		},
+		{
+			name:  "desire a task with a body that is not protobuf",
+			route: bbs.DesireTaskRoute_r2,
+			call: func(t *testing.T, _ bbs.InternalClient, _ lager.Logger) error {
+				var resp models.TaskLifecycleResponse
+				return postGarbage(t, "/v1/tasks/desire.r2", &resp, func() *models.Error { return resp.Error })
+			},
+			want: models.ErrBadRequest,
+		},
+		{
+			name:  "start a task without a cell",
+			route: bbs.StartTaskRoute_r0,
+			call: func(t *testing.T, c bbs.InternalClient, log lager.Logger) error {
+				_, err := c.StartTask(log, traceID(t), missing, "")
+				return err
+			},
+			invalid: &models.StartTaskRequest{TaskGuid: missing},
+		},
+		{
+			name:  "complete a task without a cell",
+			route: bbs.CompleteTaskRoute_r0,
+			call: func(t *testing.T, c bbs.InternalClient, log lager.Logger) error {
+				return c.CompleteTask(log, traceID(t), missing, "", false, "", "")
+			},
+			invalid: &models.CompleteTaskRequest{TaskGuid: missing},
+		},
+		{
+			name:  "reject a task without a reason",
+			route: bbs.RejectTaskRoute_r0,
+			call: func(t *testing.T, c bbs.InternalClient, log lager.Logger) error {
+				return c.RejectTask(log, traceID(t), missing, "")
+			},
+			invalid: &models.RejectTaskRequest{TaskGuid: missing},
+		},
+		{
+			name:  "fail a task without a reason",
+			route: bbs.FailTaskRoute_r0,
+			call: func(t *testing.T, c bbs.InternalClient, log lager.Logger) error {
+				return c.FailTask(log, traceID(t), missing, "")
+			},
+			invalid: &models.FailTaskRequest{TaskGuid: missing},
+		},
+		{
+			name:  "get a task without a guid",
+			route: bbs.TaskByGuidRoute_r3,
+			call: func(t *testing.T, c bbs.InternalClient, log lager.Logger) error {
+				_, err := c.TaskByGuid(log, traceID(t), "")
+				return err
+			},
+			invalid: &models.TaskByGuidRequest{},
+		},
+		{
+			name:  "resolve a task that does not exist",
+			route: bbs.ResolvingTaskRoute_r0,
+			call: func(t *testing.T, c bbs.InternalClient, log lager.Logger) error {
+				return c.ResolvingTask(log, traceID(t), missing)
+			},
+			want: models.ErrResourceNotFound,
+		},
+		{
+			name:  "delete a task without a guid",
+			route: bbs.DeleteTaskRoute_r0,
+			call: func(t *testing.T, c bbs.InternalClient, log lager.Logger) error {
+				return c.DeleteTask(log, traceID(t), "")
+			},
+			invalid: &models.TaskGuidRequest{},
 		},
 	}
 	for _, tc := range cases {

@@ -45,6 +45,21 @@ var served = map[string]bool{
 	bbs.DesiredLRPRoutingInfosRoute_r0:           true,
 	bbs.UpdateDesiredLRPRoute_r0:                 true,
 	bbs.RemoveDesiredLRPRoute_r0:                 true,
+
+	bbs.DesireTaskRoute_r2:      true,
+	bbs.TasksRoute_r3:           true,
+	bbs.TasksRoute_r2:           true,
+	bbs.TaskByGuidRoute_r3:      true,
+	bbs.TaskByGuidRoute_r2:      true,
+	bbs.StartTaskRoute_r0:       true,
+	bbs.CompleteTaskRoute_r0:    true,
+	bbs.RejectTaskRoute_r0:      true,
+	bbs.FailTaskRoute_r0:        true,
+	bbs.CancelTaskRoute_r0:      true,
+	bbs.ResolvingTaskRoute_r0:   true,
+	bbs.DeleteTaskRoute_r0:      true,
+	bbs.TaskEventStreamRoute_r1: true,
+	bbs.TaskEventStreamRoute_r0: true,
 }
 
 // isEventStream says whether a route of the real client is one of BBS's SSE streams.

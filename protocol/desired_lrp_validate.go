@@ -23,7 +23,8 @@ const (
 	maxRoutesBytes             = 128 * 1024
 )
 
-var bbsProcessGUID = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+// bbsGUID is the pattern of BBS's process and task guids.
+var bbsGUID = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 
 // fieldErrors are BBS's validation errors, each an entry of its ValidationError.
 type fieldErrors []string
@@ -114,7 +115,7 @@ func (e *fieldErrors) runInfo(d *pb.DesiredLRP, withKey bool) {
 		if d.GetDomain() == "" {
 			e.field("domain")
 		}
-		if !bbsProcessGUID.MatchString(d.GetProcessGuid()) {
+		if !bbsGUID.MatchString(d.GetProcessGuid()) {
 			e.field("process_guid")
 		}
 	}
@@ -150,23 +151,8 @@ func (e *fieldErrors) runInfo(d *pb.DesiredLRP, withKey bool) {
 			e.add(errs...)
 		}
 	}
-	for _, c := range d.GetCachedDependencies() {
-		if errs := cachedDependencyErrors(c); len(errs) > 0 {
-			e.field("cached_dependency")
-			e.add(errs...)
-		}
-	}
-	exclusive := false
-	for _, l := range d.GetImageLayers() {
-		if errs := imageLayerErrors(l); len(errs) > 0 {
-			e.field("image_layer")
-			e.add(errs...)
-		}
-		exclusive = exclusive || l.GetLayerType() == pb.ImageLayer_EXCLUSIVE
-	}
-	if exclusive && d.GetLegacyDownloadUser() == "" {
-		e.field("legacy_download_user")
-	}
+	e.cachedDependencies(d.GetCachedDependencies())
+	e.imageLayers(d.GetImageLayers(), d.GetLegacyDownloadUser())
 	var sidecarErrs fieldErrors
 	for _, s := range d.GetSidecars() {
 		if s.GetAction() == nil {
@@ -218,6 +204,32 @@ func (e *fieldErrors) runInfo(d *pb.DesiredLRP, withKey bool) {
 	}
 	if l := d.GetLogRateLimit(); l != nil && l.GetBytesPerSecond() < -1 {
 		e.field("log_rate_limit")
+	}
+}
+
+// cachedDependencies is BBS's validateCachedDependencies, for desired LRPs and tasks.
+func (e *fieldErrors) cachedDependencies(deps []*pb.CachedDependency) {
+	for _, c := range deps {
+		if errs := cachedDependencyErrors(c); len(errs) > 0 {
+			e.field("cached_dependency")
+			e.add(errs...)
+		}
+	}
+}
+
+// imageLayers is BBS's validateImageLayers, for desired LRPs and tasks: an EXCLUSIVE layer
+// is downloaded as the legacy download user, so it needs one.
+func (e *fieldErrors) imageLayers(layers []*pb.ImageLayer, legacyDownloadUser string) {
+	exclusive := false
+	for _, l := range layers {
+		if errs := imageLayerErrors(l); len(errs) > 0 {
+			e.field("image_layer")
+			e.add(errs...)
+		}
+		exclusive = exclusive || l.GetLayerType() == pb.ImageLayer_EXCLUSIVE
+	}
+	if exclusive && legacyDownloadUser == "" {
+		e.field("legacy_download_user")
 	}
 }
 

@@ -27,17 +27,26 @@ func populateMetricsGUID(d *pb.DesiredLRP) {
 	}
 }
 
-// downgradeToV2 is BBS's V3 to V2 downgrade: the image layers go, SHARED ones becoming cached
-// dependencies (ahead of those d has) and EXCLUSIVE ones download actions, run in parallel
-// before the setup. d is left as it is.
+// downgradeToV2 is BBS's V3 to V2 downgrade of a DesiredLRP (layersToV2): the image layers
+// go, into its cached dependencies and before its setup. d is left as it is.
 func downgradeToV2(d *pb.DesiredLRP) *pb.DesiredLRP {
 	if len(d.GetImageLayers()) == 0 {
 		return d
 	}
 	v2 := proto.CloneOf(d)
-	var cached []*pb.CachedDependency
+	v2.CachedDependencies, v2.Setup = layersToV2(v2.GetImageLayers(), v2.GetLegacyDownloadUser(), v2.GetCachedDependencies(), v2.GetSetup())
+	v2.ImageLayers = nil
+	return v2
+}
+
+// layersToV2 is what BBS's V3 to V2 downgrade makes of image layers, for DesiredLRPs and
+// Tasks alike: SHARED layers become cached dependencies, ahead of those given (cached);
+// EXCLUSIVE ones download actions as user, run in parallel before first (a DesiredLRP's setup,
+// a Task's action). Neither cached nor first is changed.
+func layersToV2(layers []*pb.ImageLayer, user string, cached []*pb.CachedDependency, first *pb.Action) ([]*pb.CachedDependency, *pb.Action) {
+	var shared []*pb.CachedDependency
 	var downloads []*pb.Action
-	for _, l := range d.GetImageLayers() {
+	for _, l := range layers {
 		algorithm := strings.ToLower(l.GetDigestAlgorithm().String())
 		switch l.GetLayerType() {
 		case pb.ImageLayer_SHARED:
@@ -49,28 +58,26 @@ func downgradeToV2(d *pb.DesiredLRP) *pb.DesiredLRP {
 			if l.GetDigestValue() != "" {
 				c.CacheKey = c.ChecksumAlgorithm + ":" + l.GetDigestValue()
 			}
-			cached = append(cached, c)
+			shared = append(shared, c)
 		case pb.ImageLayer_EXCLUSIVE:
 			downloads = append(downloads, &pb.Action{DownloadAction: &pb.DownloadAction{
 				Artifact:          l.GetName(),
 				From:              l.GetUrl(),
 				To:                l.GetDestinationPath(),
 				CacheKey:          algorithm + ":" + l.GetDigestValue(),
-				User:              d.GetLegacyDownloadUser(),
+				User:              user,
 				ChecksumAlgorithm: algorithm,
 				ChecksumValue:     l.GetDigestValue(),
 			}})
 		}
 	}
-	v2.CachedDependencies = append(cached, v2.CachedDependencies...)
-	if len(downloads) > 0 {
-		parallel := &pb.Action{ParallelAction: &pb.ParallelAction{Actions: downloads}}
-		if v2.Setup != nil {
-			v2.Setup = &pb.Action{SerialAction: &pb.SerialAction{Actions: []*pb.Action{parallel, v2.Setup}}}
-		} else {
-			v2.Setup = parallel
-		}
+	outCached := append(shared, cached...)
+	if len(downloads) == 0 {
+		return outCached, first
 	}
-	v2.ImageLayers = nil
-	return v2
+	parallel := &pb.Action{ParallelAction: &pb.ParallelAction{Actions: downloads}}
+	if first == nil {
+		return outCached, parallel
+	}
+	return outCached, &pb.Action{SerialAction: &pb.SerialAction{Actions: []*pb.Action{parallel, first}}}
 }

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol/pb"
@@ -64,5 +65,17 @@ func toError(err error) *pb.Error {
 	if t == pb.Error_ResourceConflict && (me.Type == model.ErrResourceConflict) {
 		msg = msgResourceConflict
 	}
+	if t == pb.Error_InvalidStateTransition {
+		msg = bbsTaskStates.Replace(msg)
+	}
 	return &pb.Error{Type: t, Message: msg}
 }
+
+// bbsTaskStates names the task states of a transition error ("Cannot transition from
+// COMPLETED to RESOLVING", the model's words) as BBS does: by its enum's names.
+var bbsTaskStates = strings.NewReplacer(
+	" "+string(model.TaskPending), " "+pb.Task_Pending.String(),
+	" "+string(model.TaskRunning), " "+pb.Task_Running.String(),
+	" "+string(model.TaskCompleted), " "+pb.Task_Completed.String(),
+	" "+string(model.TaskResolving), " "+pb.Task_Resolving.String(),
+)

@@ -58,23 +58,23 @@ func (s *Server) CloseStreams() { s.streams.once.Do(func() { close(s.streams.clo
 
 // instanceEvents serves POST /v1/events/lrp_instances.r1.
 func (s *Server) instanceEvents(w http.ResponseWriter, r *http.Request) {
-	s.stream(w, r, s.translateInstanceEvent)
+	if cell, ok := s.cellFilter(w, r); ok {
+		s.stream(w, r, cell, s.translateInstanceEvent)
+	}
 }
 
-// groupEvents serves GET /v1/events.r1 (deprecated), whose request, like every stream's, is
-// a protobuf body: on a GET.
+// groupEvents serves GET /v1/events.r1 (deprecated), whose request, like every LRP stream's,
+// is a protobuf body: on a GET.
 func (s *Server) groupEvents(w http.ResponseWriter, r *http.Request) {
-	s.stream(w, r, s.translateGroupEvent)
+	if cell, ok := s.cellFilter(w, r); ok {
+		s.stream(w, r, cell, s.translateGroupEvent)
+	}
 }
 
-// streamWriteTimeout is how long a stream waits for its client to take one event.
-const streamWriteTimeout = 30 * time.Second
-
-// stream answers an event-stream request: from the events committed from now on, those that
-// translate passes on and the cell filter lets through, one SSE event each, flushed one by
-// one. There is no replay (BBS ignores Last-Event-ID too) and no heartbeat. A request that
-// does not parse is a 500 with no body, as BBS answers it.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, translate func(context.Context, model.Event) ([]bbsEvent, error)) {
+// cellFilter reads an LRP stream's request, EventsByCellId, and returns its cell ("": all).
+// A request that does not parse is answered as BBS answers it, a 500 with no body, and ok is
+// false.
+func (s *Server) cellFilter(w http.ResponseWriter, r *http.Request) (cell string, ok bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxRequestBytes))
 	req := &pb.EventsByCellId{}
 	if err == nil {
@@ -83,8 +83,18 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, translate func(c
 	if err != nil || misTyped(req.ProtoReflect()) {
 		s.log.Warn("event stream request does not parse", zap.String("path", r.URL.Path), zap.Error(err))
 		w.WriteHeader(http.StatusInternalServerError)
-		return
+		return "", false
 	}
+	return req.GetCellId(), true
+}
+
+// streamWriteTimeout is how long a stream waits for its client to take one event.
+const streamWriteTimeout = 30 * time.Second
+
+// stream answers an event-stream request: from the events committed from now on, those that
+// translate passes on and the filter for cell ("": all) lets through, one SSE event each,
+// flushed one by one. There is no replay (BBS ignores Last-Event-ID too) and no heartbeat.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, cell string, translate func(context.Context, model.Event) ([]bbsEvent, error)) {
 	if s.streams.source == nil {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
@@ -102,7 +112,6 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, translate func(c
 		return
 	}
 	defer rc.SetWriteDeadline(time.Time{})
-	cell := req.GetCellId()
 	id := 0
 	var buf []byte
 	for {

@@ -36,12 +36,13 @@ func newStreamingServer(t *testing.T) *server {
 	done := make(chan struct{})
 	go func() { defer close(done); hub.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	srv := protocol.NewServer(store, log).WithEvents(hub).WithDesiredLRPEvents(desiredStandIn)
+	hooks := &taskHooks{}
+	srv := protocol.NewServer(store, log).WithEvents(hub).WithDesiredLRPEvents(desiredStandIn).WithTasks(hooks.service(store, log))
 	srv.MarkReady()
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.CloseStreams) // before ts.Close, which waits for the streams' handlers
-	return &server{t: t, url: ts.URL, store: store}
+	return &server{t: t, url: ts.URL, store: store, tasks: hooks}
 }
 
 // desiredStandIn is a desired-LRP hook that carries the process guid alone.
@@ -92,6 +93,9 @@ var messages = map[string]func() proto.Message{
 	"desired_lrp_created":         func() proto.Message { return &pb.DesiredLRPCreatedEvent{} },
 	"desired_lrp_changed":         func() proto.Message { return &pb.DesiredLRPChangedEvent{} },
 	"desired_lrp_removed":         func() proto.Message { return &pb.DesiredLRPRemovedEvent{} },
+	"task_created":                func() proto.Message { return &pb.TaskCreatedEvent{} },
+	"task_changed":                func() proto.Message { return &pb.TaskChangedEvent{} },
+	"task_removed":                func() proto.Message { return &pb.TaskRemovedEvent{} },
 }
 
 // open opens a stream (method and path of one of BBS's streams) for cell ("" for all) as
@@ -207,13 +211,23 @@ func (st *stream) within(d time.Duration) (sse, bool) {
 
 // sync waits until every stream follows the hub: the hub starts from where the log ends when
 // it first reads it, and a stream from when it subscribes. Desired-LRP events pass every
-// cell filter, so probes of them reach every stream.
+// cell filter, so probes of them reach every LRP stream.
 func (s *server) sync(streams ...*stream) {
+	s.t.Helper()
+	s.syncWith(model.EventDesiredLRPRemoved, "process_guid", func(ev sse) string {
+		r, _ := ev.msg.(*pb.DesiredLRPRemovedEvent)
+		return r.GetDesiredLrp().GetProcessGuid()
+	}, streams...)
+}
+
+// syncWith is sync with probes of the event name, whose data names the probe in the JSON
+// field key, and which guidOf reads back off a stream ("" for any other event).
+func (s *server) syncWith(name, key string, guidOf func(sse) string, streams ...*stream) {
 	s.t.Helper()
 	probe := func(n int) string {
 		guid := fmt.Sprintf("probe-%d", n)
 		if _, err := s.store.DB().ExecContext(s.t.Context(), `INSERT INTO events (name, data) VALUES ($1, $2)`,
-			model.EventDesiredLRPRemoved, `{"process_guid":"`+guid+`"}`); err != nil {
+			name, `{"`+key+`":"`+guid+`"}`); err != nil {
 			s.t.Fatal(err)
 		}
 		return guid
@@ -224,16 +238,12 @@ func (s *server) sync(streams ...*stream) {
 			n++
 			probe(n)
 			ev, ok := st.within(300 * time.Millisecond)
-			got = ok && ev.name == "desired_lrp_removed"
+			got = ok && guidOf(ev) != ""
 		}
 	}
 	last := probe(n + 1)
 	for _, st := range streams {
-		for {
-			ev := st.next()
-			if r, ok := ev.msg.(*pb.DesiredLRPRemovedEvent); ok && r.GetDesiredLrp().GetProcessGuid() == last {
-				break
-			}
+		for guidOf(st.next()) != last {
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol"
 	"github.com/updatable-lrps/bbs/protocol/pb"
+	"github.com/updatable-lrps/bbs/tasks"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 )
@@ -162,6 +163,83 @@ func (s *recordingStore) LRPDeployments(ctx context.Context, _ model.DesiredLRPF
 	return []model.LRPDeployment{*d}, err
 }
 
+// fuzzTask is the store's task of guid: "t", RUNNING on cell c, desired through the protocol
+// (with its definition's protobuf, image layers and all), and "j", COMPLETED, desired through
+// the JSON API (without).
+func fuzzTask(guid string) *model.Task {
+	t := &model.Task{TaskGUID: guid, Domain: "cf-tasks", State: model.TaskRunning, CellID: "c", CreatedAt: 1, UpdatedAt: 2,
+		TaskDefinition: model.TaskDefinition{RootFS: "preloaded:cflinuxfs4", MemoryMB: 64,
+			Action:      &model.Action{Run: &model.RunAction{Path: "/bin/true", User: "vcap"}},
+			EgressRules: json.RawMessage(`[{"protocol":"tcp","destinations":["10.0.0.0/8"],"ports":[80]}]`)}}
+	if guid == "t" {
+		t.Protobuf, _ = proto.Marshal(&pb.TaskDefinition{RootFs: "preloaded:cflinuxfs4", MemoryMb: 64, LegacyDownloadUser: "vcap",
+			Action: &pb.Action{RunAction: &pb.RunAction{Path: "/bin/true", User: "vcap"}},
+			ImageLayers: []*pb.ImageLayer{{Url: "https://l/1", DestinationPath: "/x", LayerType: pb.ImageLayer_EXCLUSIVE,
+				MediaType: pb.ImageLayer_TGZ, DigestAlgorithm: pb.ImageLayer_SHA256, DigestValue: "abc"}}})
+	} else {
+		t.State, t.CellID, t.Failed, t.FailureReason = model.TaskCompleted, "", true, "x"
+	}
+	return t
+}
+
+func (s *recordingStore) task(guid string) (*model.Task, error) {
+	if guid != "t" && guid != "j" {
+		return nil, model.Errorf(model.ErrResourceNotFound, "no task %q", guid)
+	}
+	return fuzzTask(guid), nil
+}
+
+// changeTask is every task change of the fake store: a write to a task that exists, which
+// the store does not check further (the routes' refusals come before the store).
+func (s *recordingStore) changeTask(guid string) (*db.TaskChange, error) {
+	t, err := s.task(guid)
+	if err != nil {
+		return nil, err
+	}
+	s.write(func() error { return nil })
+	return &db.TaskChange{Before: *t, After: *t}, nil
+}
+
+func (s *recordingStore) DesireTask(_ context.Context, t *model.Task) (*model.Task, error) {
+	if _, err := s.task(t.TaskGUID); err == nil {
+		return nil, model.Errorf(model.ErrResourceExists, "task %q already exists", t.TaskGUID)
+	}
+	s.write(t.Validate)
+	return t, nil
+}
+func (s *recordingStore) Tasks(context.Context, model.TaskFilter) ([]model.Task, error) {
+	return []model.Task{*fuzzTask("t"), *fuzzTask("j")}, nil
+}
+func (s *recordingStore) TaskByGUID(_ context.Context, guid string) (*model.Task, error) {
+	return s.task(guid)
+}
+func (s *recordingStore) StartTask(_ context.Context, guid, _ string) (bool, *db.TaskChange, error) {
+	ch, err := s.changeTask(guid)
+	return err == nil, ch, err
+}
+func (s *recordingStore) CompleteTask(_ context.Context, guid, _ string, _ bool, _, _ string) (*db.TaskChange, error) {
+	return s.changeTask(guid)
+}
+func (s *recordingStore) FailTask(_ context.Context, guid, _ string) (*db.TaskChange, error) {
+	return s.changeTask(guid)
+}
+func (s *recordingStore) CancelTask(_ context.Context, guid string) (*db.TaskChange, error) {
+	return s.changeTask(guid)
+}
+func (s *recordingStore) RejectTask(_ context.Context, guid, _ string, _ int) (*db.TaskChange, error) {
+	return s.changeTask(guid)
+}
+func (s *recordingStore) ResolvingTask(_ context.Context, guid string) (*db.TaskChange, error) {
+	return s.changeTask(guid)
+}
+func (s *recordingStore) DeleteTask(_ context.Context, guid string) (*model.Task, error) {
+	ch, err := s.changeTask(guid)
+	if err != nil {
+		return nil, err
+	}
+	return &ch.Before, nil
+}
+
 // The instances the fake store holds: two definitions at index 0 of one LRP (a rollout), a
 // suspect and an evacuating record, so that every list and group path has work.
 var fuzzInstances = []model.ActualLRP{
@@ -274,6 +352,21 @@ var fuzzRoutes = []struct {
 	{"/v1/lrp_deployments/delete", func() proto.Message { return &pb.LRPDeploymentLifecycleResponse{} }},
 	{"/v1/lrp_deployments/get_by_process_guid", func() proto.Message { return &pb.LRPDeploymentResponse{} }},
 	{"/v1/lrp_deployments/list", func() proto.Message { return &pb.LRPDeploymentsResponse{} }},
+	// Tasks: after the others, so that the corpus keeps naming the routes it named.
+	{"/v1/tasks/desire.r2", func() proto.Message { return &pb.TaskLifecycleResponse{} }},
+	{"/v1/tasks/list.r3", func() proto.Message { return &pb.TasksResponse{} }},
+	{"/v1/tasks/list.r2", func() proto.Message { return &pb.TasksResponse{} }},
+	{"/v1/tasks/get_by_task_guid.r3", func() proto.Message { return &pb.TaskResponse{} }},
+	{"/v1/tasks/get_by_task_guid.r2", func() proto.Message { return &pb.TaskResponse{} }},
+	{"/v1/tasks/start", func() proto.Message { return &pb.StartTaskResponse{} }},
+	{"/v1/tasks/complete", func() proto.Message { return &pb.TaskLifecycleResponse{} }},
+	{"/v1/tasks/reject", func() proto.Message { return &pb.TaskLifecycleResponse{} }},
+	{"/v1/tasks/fail", func() proto.Message { return &pb.TaskLifecycleResponse{} }},
+	{"/v1/tasks/cancel", func() proto.Message { return &pb.TaskLifecycleResponse{} }},
+	{"/v1/tasks/resolving", func() proto.Message { return &pb.TaskLifecycleResponse{} }},
+	{"/v1/tasks/delete", func() proto.Message { return &pb.TaskLifecycleResponse{} }},
+	{"POST /v1/events/tasks.r1", nil},
+	{"POST /v1/events/tasks", nil},
 }
 
 // fuzzRoute is the index of path in fuzzRoutes, for the seeds.
@@ -311,6 +404,15 @@ func fuzzSeeds() map[string][]proto.Message {
 			ProcessGuid: "new", Domain: "d", DefinitionId: "v1", Definition: def}}},
 		"/v1/lrp_deployments/update": {&pb.UpdateLRPDeploymentRequest{ProcessGuid: "app", Update: &pb.LRPDeploymentUpdate{
 			DefinitionId: &def.DefinitionId, Definition: def}}},
+		"/v1/tasks/desire.r2": {&pb.DesireTaskRequest{TaskGuid: "new", Domain: "cf-tasks", TaskDefinition: &pb.TaskDefinition{
+			RootFs: "preloaded:cflinuxfs4", Action: &pb.Action{RunAction: &pb.RunAction{Path: "/bin/true", User: "vcap"}},
+			CompletionCallbackUrl: "https://cc/completed", MetricTags: map[string]*pb.MetricTagValue{"source_id": {Static: "s"}},
+			ImageLayers: []*pb.ImageLayer{{Url: "https://l", DestinationPath: "/", LayerType: pb.ImageLayer_SHARED, MediaType: pb.ImageLayer_TGZ}}}}},
+		"/v1/tasks/get_by_task_guid.r2": {&pb.TaskByGuidRequest{TaskGuid: "t"}},
+		"/v1/tasks/start":               {&pb.StartTaskRequest{TaskGuid: "t", CellId: "c"}},
+		"/v1/tasks/complete":            {&pb.CompleteTaskRequest{TaskGuid: "t", CellId: "c", Result: "r"}},
+		"/v1/tasks/reject":              {&pb.RejectTaskRequest{TaskGuid: "t", RejectionReason: "full"}},
+		"/v1/tasks/cancel":              {&pb.TaskGuidRequest{TaskGuid: "j"}},
 	}
 }
 
@@ -345,7 +447,7 @@ func FuzzRequests(f *testing.F) {
 		rt := fuzzRoutes[int(which)%len(fuzzRoutes)]
 		store := &recordingStore{}
 		s := protocol.NewServer(store, zap.NewNop()).WithStopper(countingStopper{store}).WithEvents(endedEvents{}).
-			WithRollouts(&recorders.Rollouts{})
+			WithRollouts(&recorders.Rollouts{}).WithTasks(tasks.NewService(store, model.DefaultMaxTaskRetries, zap.NewNop()))
 		s.MarkReady()
 		method, path := http.MethodPost, rt.path
 		if m, p, ok := strings.Cut(rt.path, " "); ok {
@@ -356,10 +458,12 @@ func FuzzRequests(f *testing.F) {
 		s.ServeHTTP(w, req)
 		if rt.resp == nil {
 			// An event stream: BBS's bare 500 for a request that does not parse, else the
-			// stream's headers (and, its subscription over, nothing more).
-			parses := proto.Unmarshal(body, &pb.EventsByCellId{}) == nil
+			// stream's headers (and, its subscription over, nothing more). The task streams
+			// read no request.
+			readsBody := !strings.HasPrefix(path, "/v1/events/tasks")
+			parses := !readsBody || proto.Unmarshal(body, &pb.EventsByCellId{}) == nil
 			switch {
-			case w.Code == http.StatusInternalServerError && w.Body.Len() == 0:
+			case w.Code == http.StatusInternalServerError && w.Body.Len() == 0 && readsBody:
 			case w.Code == http.StatusOK && w.Header().Get("Content-Type") == "text/event-stream; charset=utf-8" && parses:
 			default:
 				t.Fatalf("%s: %d %q %q", rt.path, w.Code, w.Header().Get("Content-Type"), w.Body.String())

@@ -32,17 +32,19 @@ type server struct {
 	store    *db.Store
 	stopper  *recorders.Stopper
 	rollouts *recorders.Rollouts
+	tasks    *taskHooks
 }
 
 func newServer(t *testing.T) *server {
 	t.Helper()
 	store := dbtest.NewStore(t)
-	stopper, rollouts := &recorders.Stopper{}, &recorders.Rollouts{}
-	s := protocol.NewServer(store, zaptest.NewLogger(t)).WithStopper(stopper).WithRollouts(rollouts)
+	stopper, rollouts, hooks := &recorders.Stopper{}, &recorders.Rollouts{}, &taskHooks{}
+	log := zaptest.NewLogger(t)
+	s := protocol.NewServer(store, log).WithStopper(stopper).WithRollouts(rollouts).WithTasks(hooks.service(store, log))
 	s.MarkReady()
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
-	return &server{t: t, url: ts.URL, store: store, stopper: stopper, rollouts: rollouts}
+	return &server{t: t, url: ts.URL, store: store, stopper: stopper, rollouts: rollouts, tasks: hooks}
 }
 
 // postRaw posts body to path as BBS clients do and returns the raw answer.

@@ -40,4 +40,20 @@ func (s *Server) routes() {
 	route(s, "/v1/lrp_deployments/delete", s.deleteLRPDeployment)
 	route(s, "/v1/lrp_deployments/get_by_process_guid", s.lrpDeploymentByProcessGUID)
 	route(s, "/v1/lrp_deployments/list", s.lrpDeployments)
+
+	// Tasks (task.go) and their event streams (task_events.go).
+	route(s, "/v1/tasks/desire.r2", needsTasks(s, s.desireTask))
+	route(s, "/v1/tasks/list.r3", needsTasks(s, v3(s.listTasks)))
+	route(s, "/v1/tasks/list.r2", needsTasks(s, v2(s.listTasks)))
+	route(s, "/v1/tasks/get_by_task_guid.r3", needsTasks(s, v3(s.taskByGUID)))
+	route(s, "/v1/tasks/get_by_task_guid.r2", needsTasks(s, v2(s.taskByGUID)))
+	route(s, "/v1/tasks/start", needsTasks(s, s.startTask))
+	route(s, "/v1/tasks/complete", needsTasks(s, s.completeTask))
+	route(s, "/v1/tasks/reject", needsTasks(s, s.rejectTask))
+	route(s, "/v1/tasks/fail", needsTasks(s, s.failTask))
+	route(s, "/v1/tasks/cancel", needsTasks(s, s.cancelTask))
+	route(s, "/v1/tasks/resolving", needsTasks(s, s.resolvingTask))
+	route(s, "/v1/tasks/delete", needsTasks(s, s.deleteTask))
+	s.mux.HandleFunc("POST /v1/events/tasks.r1", s.taskEvents(false))
+	s.mux.HandleFunc("POST /v1/events/tasks", s.taskEvents(true))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol/pb"
+	"github.com/updatable-lrps/bbs/tasks"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -41,13 +42,17 @@ type Server struct {
 	// lrps makes the changes to LRPs the JSON API makes too, the same way (WithStopper and
 	// WithRollouts give it the cells and the rollout workflows).
 	lrps *lrps.Service
+	// tasks makes the task changes the JSON API makes too (WithTasks); nil: the task
+	// routes answer 503.
+	tasks *tasks.Service
 }
 
 // NewServer builds the protocol server over store. It answers 503 with no body, as BBS does,
 // until MarkReady is called (after migrations). Retired instances that need a stop are left
 // to convergence until WithStopper names who stops them; the event streams answer 503 until
 // WithEvents gives them events; the changes that start rollouts (an update with a
-// definition, cancel_update, rollback, the LRP deployments') answer 503 until WithRollouts.
+// definition, cancel_update, rollback, the LRP deployments') answer 503 until WithRollouts;
+// the task routes answer 503 until WithTasks.
 func NewServer(store Store, log *zap.Logger) *Server {
 	s := &Server{store: store, log: log.Named("bbs-protocol"), mux: http.NewServeMux()}
 	s.retirer = api.NewRetirer(store, nil, s.log)

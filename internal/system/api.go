@@ -94,7 +94,7 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	var protocolServer *protocol.Server
 	if cfg.ProtocolListener != nil {
 		protocolServer = protocol.NewServer(cfg.Store, log).WithStopper(stopper).WithEvents(hub).
-			WithRollouts(cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue))
+			WithRollouts(cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue)).WithTasks(taskService)
 		a.protocol = serveHTTP(cfg.ProtocolListener, cmp.Or(cfg.ProtocolScheme, "http"), protocolServer, log)
 		// Shutting down waits for the handlers, and an event stream's ends only when told.
 		a.protocol.srv.RegisterOnShutdown(protocolServer.CloseStreams)
