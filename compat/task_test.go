@@ -1,11 +1,13 @@
 package compat
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,10 +17,36 @@ import (
 	"github.com/gogo/protobuf/proto"
 )
 
-// The dev system's cells take the tasks the auctioneer hands them but do not run them yet:
-// a task stays PENDING until a test starts it as a rep would. The tests start them on
-// cell-1, a cell that exists, so that convergence does not fail them as lost.
-const taskCell = "cell-1"
+// The dev system's cells run the tasks placement hands them. The tests that play the rep
+// themselves desire their tasks with the placement tag of taskCell, a cell of their own
+// (standInRep) that takes the work and does nothing with it: placement hands those tasks
+// there and nowhere else, and the test starts and completes them as a rep would.
+const taskCell = "compat-rep"
+
+var standInOnce sync.Once
+
+// standInRep announces taskCell (through the JSON API's heartbeat, for an hour) with an
+// HTTP server that accepts every piece of work and starts none of it.
+func standInRep(t *testing.T) {
+	t.Helper()
+	standInOnce.Do(func() {
+		rep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"rejected":[]}`)
+		}))
+		body, _ := json.Marshal(map[string]any{"ttl": 3600, "cell_presence": map[string]any{
+			"cell_id": taskCell, "zone": "z1", "rep_address": rep.URL, "placement_tags": []string{taskCell},
+			"capacity": map[string]any{"memory_mb": 1 << 20, "disk_mb": 1 << 20, "containers": 1000}}})
+		resp, err := http.Post(sys.apiURL+"/v1/cells/heartbeat", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatalf("announce the stand-in rep: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("announce the stand-in rep: status %d", resp.StatusCode)
+		}
+	})
+}
 
 // ccStagingTask is a staging task's definition as Cloud Controller desires it (domain
 // cf-app-staging; BBS-PROTOCOL.md §4.2 point 8), every field a TaskDefinition has, in the
@@ -48,6 +76,7 @@ func ccStagingTask(t *testing.T, callbackURL string) *models.TaskDefinition {
 		LogSource:                     "STG",
 		LogGuid:                       "app-guid",
 		MetricsGuid:                   "app-guid",
+		PlacementTags:                 []string{taskCell},
 		ResultFile:                    "/tmp/result.json",
 		CompletionCallbackUrl:         callbackURL,
 		Annotation:                    `{"lifecycle":"buildpack"}`,
@@ -132,6 +161,7 @@ func isError(err error, typ models.Error_Type) bool {
 // completed on a cell, after which its completion callback is POSTed to Cloud Controller
 // and the task resolved and deleted; every change on the task stream.
 func TestStagingTaskThroughTheRealClient(t *testing.T) {
+	standInRep(t)
 	c, log := newClient(t), testLogger(t)
 	src, err := c.SubscribeToTaskEvents(log)
 	if err != nil {
@@ -248,6 +278,7 @@ func TestStagingTaskThroughTheRealClient(t *testing.T) {
 // started and failed by another, resolved and deleted by hand; another cancelled (a
 // resolved task cannot be), and one failed through the deprecated route.
 func TestTaskLifecycleThroughTheRealClient(t *testing.T) {
+	standInRep(t)
 	c, log := newClient(t), testLogger(t)
 	src, err := c.SubscribeToTaskEvents(log)
 	if err != nil {
@@ -259,6 +290,7 @@ func TestTaskLifecycleThroughTheRealClient(t *testing.T) {
 
 	def := func() *models.TaskDefinition {
 		return &models.TaskDefinition{RootFs: "docker:///busybox", MemoryMb: 16, DiskMb: 16, LogGuid: "app-guid",
+			PlacementTags: []string{taskCell},
 			Action: models.WrapAction(&models.RunAction{Path: "/bin/sh", Args: []string{"-c", "exit 1"}, User: "root"})}
 	}
 	const domain = "compat-tasks"
@@ -345,4 +377,38 @@ func mustMarshal(t *testing.T, m proto.Message) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A task desired through the real client runs on the dev system's own cells: placed, started
+// by a cell, its result file read when it exits 0, and completed with it; the client then
+// resolves and deletes it.
+func TestTaskRunsOnTheCells(t *testing.T) {
+	c, log := newClient(t), testLogger(t)
+	def := &models.TaskDefinition{RootFs: "preloaded:cflinuxfs4", MemoryMb: 16, DiskMb: 16, ResultFile: "/tmp/result.json",
+		Action: models.WrapAction(&models.RunAction{Path: "/bin/sh", User: "vcap",
+			Args: []string{"-c", `mkdir -p tmp && printf '{"ran":"%s"}' "$CF_INSTANCE_IP" > tmp/result.json`}})}
+	if err := c.DesireTask(log, traceID(t), "compat-on-cells", "cf-tasks", def); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var task *models.Task
+	for {
+		var err error
+		if task, err = c.TaskByGuid(log, traceID(t), "compat-on-cells"); err != nil {
+			t.Fatal(err)
+		}
+		if task.State == models.Task_Completed || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if task.State != models.Task_Completed || task.Failed || task.Result != `{"ran":"127.0.0.1"}` {
+		t.Fatalf("task after running on the cells: state %s failed %v (%q) result %q", task.State, task.Failed, task.FailureReason, task.Result)
+	}
+	if err := c.ResolvingTask(log, traceID(t), "compat-on-cells"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteTask(log, traceID(t), "compat-on-cells"); err != nil {
+		t.Fatal(err)
+	}
 }
