@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -39,35 +40,57 @@ const (
 // (connection errors, 503 and 504 are retried with backoff), and deletes the task. An API or
 // worker dying mid-way resumes where it was; each step is idempotent, so a step that ran
 // without its completion being recorded runs again harmlessly.
+//
+// The steps are local activities, so that a delivery whose receiver answers costs one
+// workflow task: a callback per task is Temporal work per task, and 10,000 staging tasks
+// must not wait on it. Only a receiver that keeps failing moves the POST to an ordinary
+// activity, which retries for CallbackDeliveryWindow and shows its attempts in the Web UI.
 func TaskCallbackWorkflow(ctx workflow.Context, in TaskCallbackInput) (TaskCallbackOutput, error) {
 	var a *activities.TaskCallbacks
-	// Short timeouts: an attempt lost with a dying worker is retried on another soon.
-	store := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	local := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: 10 * time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 10 * time.Second},
 	})
 	var cb *activities.TaskCallback
-	if err := workflow.ExecuteActivity(store, a.ResolveTask, in.TaskGUID).Get(ctx, &cb); err != nil {
+	if err := workflow.ExecuteLocalActivity(local, a.ResolveTask, in.TaskGUID).Get(ctx, &cb); err != nil {
 		return TaskCallbackOutput{}, err
 	}
 	if cb == nil {
 		return TaskCallbackOutput{}, nil
 	}
-	post := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	status, err := postCallback(ctx, *cb)
+	if err != nil {
+		return TaskCallbackOutput{}, err
+	}
+	out := TaskCallbackOutput{Delivered: true, Status: status}
+	return out, workflow.ExecuteLocalActivity(local, a.DeleteResolvedTask, in.TaskGUID).Get(ctx, nil)
+}
+
+// postCallback POSTs the callback: first as a local activity with a few quick retries,
+// then, if the receiver still cannot take it, as an activity retried with backoff.
+func postCallback(ctx workflow.Context, cb activities.TaskCallback) (int, error) {
+	var a *activities.TaskCallbacks
+	quick := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: activities.CallbackTimeout + 10*time.Second,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2,
+			MaximumAttempts: 3},
+	})
+	var status int
+	err := workflow.ExecuteLocalActivity(quick, a.PostTaskCallback, cb).Get(ctx, &status)
+	var appErr *temporal.ApplicationError
+	if err == nil || (errors.As(err, &appErr) && appErr.NonRetryable()) {
+		return status, err
+	}
+	workflow.GetLogger(ctx).Info("callback receiver unavailable: retrying with backoff", "task_guid", cb.Body.TaskGUID, "error", err)
+	patient := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    activities.CallbackTimeout + 10*time.Second,
 		HeartbeatTimeout:       5 * activities.CallbackHeartbeat,
 		ScheduleToCloseTimeout: CallbackDeliveryWindow,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
 			MaximumInterval: CallbackMaxInterval},
 	})
-	var status int
-	if err := workflow.ExecuteActivity(post, a.PostTaskCallback, *cb).Get(ctx, &status); err != nil {
-		return TaskCallbackOutput{}, err
-	}
-	if err := workflow.ExecuteActivity(store, a.DeleteResolvedTask, in.TaskGUID).Get(ctx, nil); err != nil {
-		return TaskCallbackOutput{Delivered: true, Status: status}, err
-	}
-	return TaskCallbackOutput{Delivered: true, Status: status}, nil
+	err = workflow.ExecuteActivity(patient, a.PostTaskCallback, cb).Get(ctx, &status)
+	return status, err
 }
 
 // TaskCallbackClient starts callback deliveries.

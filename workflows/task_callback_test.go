@@ -2,11 +2,12 @@ package workflows_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,33 +25,31 @@ import (
 // go test ./workflows/ -run TaskCallbackOnDevServer records them). Keep them as they are.
 const taskCallbackHistories = "testdata/task_callback"
 
-// A callback on a real dev server and a real store: the receiver answers 503 twice, then
-// takes it; the task is deleted, and a second delivery of the same task finds nothing to do.
+// Callbacks on a real dev server and a real store. The receiver answers 503 to the first
+// calls of each task: twice for "quick" (the local retries take it), five times for
+// "patient" (the POST moves to an activity with backoff). Each task is deleted once its
+// callback is taken, and a second delivery of the same task finds nothing to do.
 func TestTaskCallbackOnDevServer(t *testing.T) {
 	c := temporaltest.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	store := dbtest.NewStore(t)
-	var calls, accepted atomic.Int32
+	refuse := map[string]int{"quick": 2, "patient": 5}
+	var mu sync.Mutex
+	calls, accepted := map[string]int{}, map[string]int{}
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) <= 2 {
+		var cb model.TaskCallbackResponse
+		json.NewDecoder(r.Body).Decode(&cb)
+		mu.Lock()
+		defer mu.Unlock()
+		calls[cb.TaskGUID]++
+		if calls[cb.TaskGUID] <= refuse[cb.TaskGUID] {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
-		accepted.Add(1)
+		accepted[cb.TaskGUID]++
 	}))
 	defer recv.Close()
-	task := &model.Task{TaskGUID: "t1", Domain: "cf-tasks", TaskDefinition: model.TaskDefinition{RootFS: "preloaded:x",
-		Action: &model.Action{Run: &model.RunAction{Path: "/bin/true"}}, CompletionCallbackURL: recv.URL}}
-	if _, err := store.DesireTask(ctx, task); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := store.StartTask(ctx, "t1", "cell"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.CompleteTask(ctx, "t1", "cell", false, "", "ok"); err != nil {
-		t.Fatal(err)
-	}
 	queue := "task-callback"
 	w := bbsworker.New(c, queue, bbsworker.Deps{TaskStore: store, Log: zaptest.NewLogger(t)})
 	if err := w.Start(); err != nil {
@@ -58,28 +57,45 @@ func TestTaskCallbackOnDevServer(t *testing.T) {
 	}
 	defer w.Stop()
 	cb := &workflows.TaskCallbackClient{Client: c, TaskQueue: queue}
-	run := func(name string) workflows.TaskCallbackOutput {
-		if err := cb.DeliverCallback(ctx, "t1"); err != nil {
+	deliver := func(guid, history string) workflows.TaskCallbackOutput {
+		if err := cb.DeliverCallback(ctx, guid); err != nil {
 			t.Fatal(err)
 		}
-		wf := c.GetWorkflow(ctx, model.TaskCallbackWorkflowID("t1"), "")
+		wf := c.GetWorkflow(ctx, model.TaskCallbackWorkflowID(guid), "")
 		var out workflows.TaskCallbackOutput
 		if err := wf.Get(ctx, &out); err != nil {
 			t.Fatal(err)
 		}
 		if os.Getenv("RECORD_HISTORIES") != "" {
-			recordHistory(ctx, t, c, model.TaskCallbackWorkflowID("t1"), wf.GetRunID(), filepath.Join(taskCallbackHistories, name+".json"))
+			recordHistory(ctx, t, c, model.TaskCallbackWorkflowID(guid), wf.GetRunID(), filepath.Join(taskCallbackHistories, history+".json"))
 		}
 		return out
 	}
-	if out := run("delivered"); !out.Delivered || out.Status != http.StatusOK || accepted.Load() != 1 {
-		t.Fatalf("output %+v after %d calls, %d accepted", out, calls.Load(), accepted.Load())
+	for _, guid := range []string{"quick", "patient"} {
+		task := &model.Task{TaskGUID: guid, Domain: "cf-tasks", TaskDefinition: model.TaskDefinition{RootFS: "preloaded:x",
+			Action: &model.Action{Run: &model.RunAction{Path: "/bin/true"}}, CompletionCallbackURL: recv.URL}}
+		if _, err := store.DesireTask(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := store.StartTask(ctx, guid, "cell"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.CompleteTask(ctx, guid, "cell", false, "", "ok"); err != nil {
+			t.Fatal(err)
+		}
+		out := deliver(guid, guid)
+		mu.Lock()
+		got, n := accepted[guid], calls[guid]
+		mu.Unlock()
+		if !out.Delivered || out.Status != http.StatusOK || got != 1 || n != refuse[guid]+1 {
+			t.Fatalf("%s: output %+v after %d calls, %d accepted", guid, out, n, got)
+		}
+		if _, err := store.TaskByGUID(ctx, guid); !model.IsType(err, model.ErrResourceNotFound) {
+			t.Fatalf("%s after delivery: %v", guid, err)
+		}
 	}
-	if _, err := store.TaskByGUID(ctx, "t1"); !model.IsType(err, model.ErrResourceNotFound) {
-		t.Fatalf("task after delivery: %v", err)
-	}
-	if out := run("gone"); out.Delivered || accepted.Load() != 1 {
-		t.Fatalf("second delivery %+v, %d accepted", out, accepted.Load())
+	if out := deliver("quick", "gone"); out.Delivered || accepted["quick"] != 1 {
+		t.Fatalf("second delivery %+v, %d accepted", out, accepted["quick"])
 	}
 }
 
