@@ -197,3 +197,39 @@ VALUES ('cell-1', 'z1', 'http://127.0.0.1:1', 1024, 4096, 100, now() + interval 
 	t.Cleanup(func() { cancel(); <-done })
 	return s, cells
 }
+
+// A task handed to a cell that does not start it is handed out again once Resend has passed
+// (BBS's kick of a PENDING task), and not before.
+func TestUnstartedTaskIsOfferedAgain(t *testing.T) {
+	s := dbtest.NewStore(t)
+	if _, err := s.DB().Exec(`INSERT INTO cells (cell_id, zone, rep_address, memory_mb, disk_mb, containers, expires_at)
+VALUES ('cell-1', 'z1', 'http://127.0.0.1:1', 1024, 4096, 100, now() + interval '1 hour')`); err != nil {
+		t.Fatal(err)
+	}
+	cells := &recordingCells{got: make(chan string, 100)}
+	a := auctioneer.New(s, s.Notifications(), cells, auctioneer.Options{Resend: time.Hour}, zap.NewNop())
+	desireTask(t, s, "idle", 64)
+	ctx := context.Background()
+	if err := a.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cells.wait(t, "task:idle")
+	if err := a.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case g := <-cells.got:
+		t.Fatalf("%s handed out again before Resend", g)
+	default:
+	}
+	quick := auctioneer.New(s, s.Notifications(), cells, auctioneer.Options{Resend: time.Millisecond}, zap.NewNop())
+	if err := quick.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cells.wait(t, "task:idle")
+	time.Sleep(5 * time.Millisecond)
+	if err := quick.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cells.wait(t, "task:idle")
+}

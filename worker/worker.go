@@ -91,6 +91,10 @@ func New(c client.Client, queue string, d Deps) sdkworker.Worker {
 		// thread) for as long as its current index starts: 1,000 simultaneous rollouts need
 		// more slots than the default.
 		MaxConcurrentActivityExecutionSize: 10000,
+		// A task's completion callback runs as local activities inside its workflow task
+		// (a database write, a POST, a delete): workflow tasks wait on I/O, so more of them
+		// are polled at once than the SDK's default of two.
+		MaxConcurrentWorkflowTaskPollers: 8,
 	})
 	Register(w, d)
 	return w
