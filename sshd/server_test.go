@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/pkg/sftp"
@@ -341,5 +342,39 @@ func testwaitDial(t *testing.T, d *daemon) {
 		if i == 100 {
 			t.Fatalf("dial after the idle connection ended: %v", err)
 		}
+	}
+}
+
+// A program that exits at once still gets its exec answered yes before its channel closes:
+// the client must never see "exec request failed" for a command that ran. Many at once, so
+// that the daemon's goroutines interleave every way.
+func TestQuickProgramsAreAnsweredBeforeTheChannelCloses(t *testing.T) {
+	d := startDaemon(t, func(c *Config) { c.Shell = "/bin/true" })
+	c := d.client(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				s, err := c.NewSession()
+				if err != nil {
+					errs <- err
+					return
+				}
+				err = s.Run("")
+				s.Close()
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }

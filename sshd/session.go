@@ -24,6 +24,11 @@ type session struct {
 	pty     *ptyRequest
 	started bool
 	proc    *process
+	// afterReply is what the request just handled starts once its reply is sent: the
+	// goroutine that ends the channel when the program exits. Started earlier, a program
+	// that exits at once could close the channel before the client has its "yes", and the
+	// client would report that its exec failed.
+	afterReply func()
 }
 
 // Payloads of the session requests (RFC 4254 6).
@@ -73,6 +78,13 @@ func (s *Server) session(nch ssh.NewChannel, log *zap.Logger) {
 		}
 		if req.WantReply {
 			req.Reply(ok, nil)
+		}
+		se.mu.Lock()
+		after := se.afterReply
+		se.afterReply = nil
+		se.mu.Unlock()
+		if after != nil {
+			after()
 		}
 	}
 	// The client closed the channel or the connection is gone: end what it started.
@@ -158,7 +170,7 @@ func (se *session) start(kind, command string) error {
 		if command != "sftp" {
 			return errors.New("unknown subsystem " + quote(command) + " (only sftp)")
 		}
-		go se.serveSFTP()
+		se.afterReply = func() { go se.serveSFTP() }
 		return nil
 	}
 	args := []string{}
@@ -178,7 +190,7 @@ func (se *session) start(kind, command string) error {
 	}
 	se.proc = p
 	se.log.Info("session started", zap.String("kind", kind), zap.Bool("pty", se.pty != nil))
-	go se.finish(p)
+	se.afterReply = func() { go se.finish(p) }
 	return nil
 }
 

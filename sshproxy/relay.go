@@ -66,8 +66,12 @@ func relayChannels(chans <-chan ssh.NewChannel, to ssh.Conn) {
 func joinChannels(a ssh.Channel, aReqs <-chan *ssh.Request, b ssh.Channel, bReqs <-chan *ssh.Request) {
 	aToB := pump(a, b)
 	bToA := pump(b, a)
-	go relayChannelRequests(aReqs, b, aToB)
-	relayChannelRequests(bReqs, a, bToA)
+	// Each side's requests still waiting for the other's reply: a side is closed only once
+	// its own requests have their replies (an exec whose program exits at once must not see
+	// its channel closed before its "yes").
+	aAsking, bAsking := newInFlight(), newInFlight()
+	go relayChannelRequests(aReqs, b, aToB, aAsking, bAsking)
+	relayChannelRequests(bReqs, a, bToA, bAsking, aAsking)
 }
 
 // pump copies from's data and extended data to to, then sends to an EOF.
@@ -81,14 +85,49 @@ func pump(from, to ssh.Channel) *sync.WaitGroup {
 }
 
 // relayChannelRequests forwards a channel's requests (pty-req, exec, exit-status, ...) until
-// the channel closes, and then closes the other side once the data in flight is through.
-func relayChannelRequests(reqs <-chan *ssh.Request, to ssh.Channel, data *sync.WaitGroup) {
+// the channel closes, and then closes the other side once the data in flight is through and
+// the other side's own requests have had their replies (toAsking).
+func relayChannelRequests(reqs <-chan *ssh.Request, to ssh.Channel, data *sync.WaitGroup, asking, toAsking *inFlight) {
 	for r := range reqs {
+		asking.add(1)
 		ok, err := to.SendRequest(r.Type, r.WantReply, r.Payload)
 		if r.WantReply {
 			r.Reply(ok && err == nil, nil)
 		}
+		asking.add(-1)
 	}
 	data.Wait()
+	toAsking.wait()
 	to.Close()
+}
+
+// inFlight counts requests being relayed; wait returns when none is. Unlike a WaitGroup,
+// it may count up while another goroutine waits.
+type inFlight struct {
+	mu   sync.Mutex
+	idle *sync.Cond
+	n    int
+}
+
+func newInFlight() *inFlight {
+	f := &inFlight{}
+	f.idle = sync.NewCond(&f.mu)
+	return f
+}
+
+func (f *inFlight) add(d int) {
+	f.mu.Lock()
+	f.n += d
+	if f.n == 0 {
+		f.idle.Broadcast()
+	}
+	f.mu.Unlock()
+}
+
+func (f *inFlight) wait() {
+	f.mu.Lock()
+	for f.n > 0 {
+		f.idle.Wait()
+	}
+	f.mu.Unlock()
 }
