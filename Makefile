@@ -9,7 +9,7 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 # The temporal CLI on PATH if there is one, else the pinned build in bin/.
 TEMPORAL  ?= $(or $(shell command -v temporal 2>/dev/null),$(CURDIR)/bin/temporal)
 
-.PHONY: run demo test test-short compat fuzz bench bench-scale build vet fmt clean doctor proto proto-check
+.PHONY: run cluster demo test test-short compat fuzz bench bench-scale build vet fmt clean doctor proto proto-check
 
 build: bin/bbs
 
@@ -20,6 +20,17 @@ bin/bbs: FORCE
 $(CURDIR)/bin/temporal:
 	@echo "building the Temporal CLI $(TEMPORAL_VERSION) into bin/ (first time only, ~5 minutes)"
 	GOBIN=$(CURDIR)/bin $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_VERSION)
+
+# The real Temporal server (go.temporal.io/server, pinned in tools/temporal-server/go.mod, a
+# module of its own so that the product's go.mod does not take on its dependencies): the
+# server, its SQL tool and the Web UI in one binary. Built once (about 5 minutes).
+$(CURDIR)/bin/temporal-server:
+	@echo "building the Temporal server (go.temporal.io/server, tools/temporal-server) into bin/ (first time only, ~5 minutes)"
+	cd tools/temporal-server && $(GO) build -o $(CURDIR)/bin/temporal-server .
+
+## cluster: the production topology on one machine: PostgreSQL, the real Temporal server (and UI), 2 API replicas behind a front, 2 workers, 3 cells, the router (state in .cluster/).
+cluster: bin/bbs $(CURDIR)/bin/temporal-server
+	bin/bbs cluster --temporal-server-bin $(CURDIR)/bin/temporal-server
 
 ## run: the whole system on embedded defaults (PostgreSQL under .data/ unless DATABASE_URL is set).
 run: bin/bbs $(TEMPORAL)

@@ -58,6 +58,8 @@ func main() {
 		"ssh-proxy":   runSSHProxyCommand,
 		"sshd":        runSSHDCommand,
 		"tps-watcher": runTPSWatcherCommand,
+		"lb":          runLBCommand,
+		"cluster":     runClusterCommand,
 	}
 	cmd, ok := commands[os.Args[1]]
 	if !ok {
