@@ -41,6 +41,7 @@ func runClusterCommand(ctx context.Context, args []string) error {
 	workers := fs.Int("workers", 2, "bbs worker processes")
 	nCells := fs.Int("cells", 3, "cell agents")
 	nZones := fs.Int("zones", 2, "zones to spread the cells over")
+	instancePorts := fs.Int("instance-port-base", 61000, "cell N gives its instances host ports from base+1000(N-1), a thousand each")
 	cellExecutor := fs.String("cell-executor", "process", "process (real local processes) or sim")
 	routerAddr := fs.String("router-listen", "127.0.0.1:8080", "the router's address (apps by Host header)")
 	routerAdmin := fs.String("router-admin-listen", "127.0.0.1:8081", "the router's stats")
@@ -185,7 +186,7 @@ func runClusterCommand(ctx context.Context, args []string) error {
 		if err := os.MkdirAll(work, 0o755); err != nil {
 			return err
 		}
-		first := 61000 + (i-1)*1000
+		first := *instancePorts + (i-1)*1000
 		// SIGINT stops a cell at once (its instances stop, its presence is withdrawn), as
 		// Ctrl-C would; SIGTERM would drain it first.
 		if err := c.bbs(ctx, id, self, []string{"cell"}, merge(common, map[string]string{
