@@ -44,9 +44,10 @@ demo: bin/bbs $(TEMPORAL)
 
 ## test: every test, against a throwaway PostgreSQL unless DATABASE_URL is set. Tests that need
 ## a Temporal server fail (they never skip) when the CLI is missing.
-test: $(TEMPORAL)
+## The cluster test (e2e) runs the real Temporal server: bin/temporal-server is built first (~5 minutes, once).
+test: $(TEMPORAL) $(CURDIR)/bin/temporal-server
 	@test -x "$(TEMPORAL)" || { echo "make test: no Temporal CLI at $(TEMPORAL): unset TEMPORAL to build the pinned one into bin/" >&2; exit 1; }
-	TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 20m ./...
+	TEMPORAL_BIN=$(TEMPORAL) TEMPORAL_SERVER_BIN=$(CURDIR)/bin/temporal-server $(GO) test -count=1 -timeout 20m ./...
 	cd compat && TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 ./...
 
 ## compat: only the compatibility tests (compat/, a module of its own): our BBS-protocol listener
@@ -87,6 +88,7 @@ proto-check:
 vet:
 	$(GO) vet ./...
 	cd compat && $(GO) vet ./...
+	cd tools/temporal-server && $(GO) vet ./...
 
 fmt:
 	gofmt -l -w .

@@ -15,6 +15,7 @@ import (
 	"github.com/updatable-lrps/bbs/internal/pgcluster"
 	"github.com/updatable-lrps/bbs/internal/supervise"
 	"github.com/updatable-lrps/bbs/internal/system"
+	"github.com/updatable-lrps/bbs/internal/temporaldev"
 	"github.com/updatable-lrps/bbs/worker"
 	"go.uber.org/zap"
 )
@@ -68,7 +69,7 @@ func runClusterCommand(ctx context.Context, args []string) error {
 	}
 	tbin := *temporalBin
 	if tbin == "" {
-		if tbin, err = findTemporalServer(); err != nil {
+		if tbin, err = temporaldev.FindServerBin(); err != nil {
 			return err
 		}
 	}

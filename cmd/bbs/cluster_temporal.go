@@ -23,38 +23,6 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-// errNoTemporalServer says that no build of the real Temporal server was found.
-var errNoTemporalServer = errors.New("no Temporal server binary: TEMPORAL_SERVER_BIN is unset, there is no " +
-	"bin/temporal-server in this directory or above it, and none on PATH (`make bin/temporal-server` " +
-	"builds the pinned go.temporal.io/server from tools/temporal-server; `make cluster` does it for you)")
-
-// findTemporalServer returns the real Temporal server binary (tools/temporal-server):
-// $TEMPORAL_SERVER_BIN, else bin/temporal-server here or in the nearest parent that has one,
-// else temporal-server on PATH.
-func findTemporalServer() (string, error) {
-	if p := os.Getenv("TEMPORAL_SERVER_BIN"); p != "" {
-		if st, err := os.Stat(p); err != nil || st.IsDir() {
-			return "", fmt.Errorf("TEMPORAL_SERVER_BIN=%s is not a file", p)
-		}
-		return filepath.Abs(p)
-	}
-	if wd, err := os.Getwd(); err == nil {
-		for dir := wd; ; dir = filepath.Dir(dir) {
-			p := filepath.Join(dir, "bin", "temporal-server")
-			if st, err := os.Stat(p); err == nil && !st.IsDir() {
-				return p, nil
-			}
-			if filepath.Dir(dir) == dir {
-				break
-			}
-		}
-	}
-	if p, err := exec.LookPath("temporal-server"); err == nil {
-		return p, nil
-	}
-	return "", errNoTemporalServer
-}
-
 // temporalPorts are the ports of the one server process's four services. The frontend's
 // gRPC port is the public one; the others are internal.
 type temporalPorts struct {
