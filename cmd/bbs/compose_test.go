@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/updatable-lrps/bbs/internal/temporaldev"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -128,4 +130,35 @@ func TestComposeMatchesTheBinary(t *testing.T) {
 	}
 	slices.Sort(names)
 	t.Logf("compose runs: %s", strings.Join(names, " "))
+}
+
+// TestComposeTemporalDynamicConfig checks that deploy/temporal-dynamicconfig.yaml, which the
+// compose stack's Temporal server reads, says what every server we start is given
+// (temporaldev.DynamicConfig: the dev servers and make cluster's).
+func TestComposeTemporalDynamicConfig(t *testing.T) {
+	raw, err := os.ReadFile("../../deploy/temporal-dynamicconfig.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file map[string][]struct {
+		Value any `yaml:"value"`
+	}
+	if err := yaml.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, kv := range temporaldev.DynamicConfig {
+		k, v, _ := strings.Cut(kv, "=")
+		want[k] = v
+	}
+	for k, v := range want {
+		if len(file[k]) != 1 || fmt.Sprint(file[k][0].Value) != v {
+			t.Errorf("deploy/temporal-dynamicconfig.yaml: %s = %v, want %s", k, file[k], v)
+		}
+	}
+	for k := range file {
+		if _, ok := want[k]; !ok {
+			t.Errorf("deploy/temporal-dynamicconfig.yaml sets %s, which temporaldev.DynamicConfig does not", k)
+		}
+	}
 }
