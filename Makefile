@@ -9,7 +9,7 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 # The temporal CLI on PATH if there is one, else the pinned build in bin/.
 TEMPORAL  ?= $(or $(shell command -v temporal 2>/dev/null),$(CURDIR)/bin/temporal)
 
-.PHONY: run demo test test-short compat fuzz bench bench-scale build vet fmt clean doctor proto proto-check
+.PHONY: run cluster demo test test-short compat fuzz bench bench-scale build vet fmt clean doctor proto proto-check
 
 build: bin/bbs
 
@@ -20,6 +20,17 @@ bin/bbs: FORCE
 $(CURDIR)/bin/temporal:
 	@echo "building the Temporal CLI $(TEMPORAL_VERSION) into bin/ (first time only, ~5 minutes)"
 	GOBIN=$(CURDIR)/bin $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_VERSION)
+
+# The real Temporal server (go.temporal.io/server, pinned in tools/temporal-server/go.mod, a
+# module of its own so that the product's go.mod does not take on its dependencies): the
+# server, its SQL tool and the Web UI in one binary. Built once (about 5 minutes).
+$(CURDIR)/bin/temporal-server:
+	@echo "building the Temporal server (go.temporal.io/server, tools/temporal-server) into bin/ (first time only, ~5 minutes)"
+	cd tools/temporal-server && $(GO) build -o $(CURDIR)/bin/temporal-server .
+
+## cluster: the production topology on one machine: PostgreSQL, the real Temporal server (and UI), 2 API replicas behind a front, 2 workers, 3 cells, the router (state in .cluster/).
+cluster: bin/bbs $(CURDIR)/bin/temporal-server
+	bin/bbs cluster --temporal-server-bin $(CURDIR)/bin/temporal-server
 
 ## run: the whole system on embedded defaults (PostgreSQL under .data/ unless DATABASE_URL is set).
 run: bin/bbs $(TEMPORAL)
@@ -33,9 +44,10 @@ demo: bin/bbs $(TEMPORAL)
 
 ## test: every test, against a throwaway PostgreSQL unless DATABASE_URL is set. Tests that need
 ## a Temporal server fail (they never skip) when the CLI is missing.
-test: $(TEMPORAL)
+## The cluster test (e2e) runs the real Temporal server: bin/temporal-server is built first (~5 minutes, once).
+test: $(TEMPORAL) $(CURDIR)/bin/temporal-server
 	@test -x "$(TEMPORAL)" || { echo "make test: no Temporal CLI at $(TEMPORAL): unset TEMPORAL to build the pinned one into bin/" >&2; exit 1; }
-	TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 -timeout 20m ./...
+	TEMPORAL_BIN=$(TEMPORAL) TEMPORAL_SERVER_BIN=$(CURDIR)/bin/temporal-server $(GO) test -count=1 -timeout 20m ./...
 	cd compat && TEMPORAL_BIN=$(TEMPORAL) $(GO) test -count=1 ./...
 
 ## compat: only the compatibility tests (compat/, a module of its own): our BBS-protocol listener
@@ -76,6 +88,7 @@ proto-check:
 vet:
 	$(GO) vet ./...
 	cd compat && $(GO) vet ./...
+	cd tools/temporal-server && $(GO) vet ./...
 
 fmt:
 	gofmt -l -w .

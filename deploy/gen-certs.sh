@@ -6,9 +6,10 @@
 #        FORCE=1 deploy/gen-certs.sh       regenerate even if OUT_DIR/ca.crt exists
 #
 # Writes ca.crt ca.key server.crt server.key client.crt client.key, all
-# ECDSA P-256, valid for 825 days. The server certificate covers the names
-# api, localhost, 127.0.0.1, cell-z1 and cell-z2 and is also usable as a
-# client certificate (cells are servers and clients of the api).
+# RSA 2048, valid for 825 days. The server certificate covers the names of the
+# compose services that listen (api-1, api-2, lb, cell-1, cell-2, cell-3) and
+# localhost and 127.0.0.1 (`make cluster`), and is also usable as a client
+# certificate (cells are servers and clients of the api).
 #
 # The leaf keys are written world-readable (LEAF_KEY_MODE, default 0644) so the
 # non-root user inside the containers can read the bind-mounted files; the CA
@@ -70,7 +71,7 @@ sign() {
 }
 
 sign server api "serverAuth,clientAuth" \
-  "DNS:api,DNS:localhost,IP:127.0.0.1,DNS:cell-z1,DNS:cell-z2"
+  "DNS:api-1,DNS:api-2,DNS:lb,DNS:cell-1,DNS:cell-2,DNS:cell-3,DNS:localhost,IP:127.0.0.1"
 sign client bbs-client "clientAuth"
 
 openssl verify -CAfile "$work/ca.crt" "$work/server.crt" "$work/client.crt" >/dev/null

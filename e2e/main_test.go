@@ -153,6 +153,9 @@ var usedPorts sync.Map
 type client struct {
 	t    *testing.T
 	base string
+	// failover retries a request that got no answer (a replica killed under it, behind the
+	// cluster's front), as a client of a load-balanced BBS does, up to five times.
+	failover bool
 }
 
 // post sends body to path and decodes the answer into out (when non-nil), returning the status.
@@ -166,6 +169,11 @@ func (c client) post(path string, body any, out any) int {
 		}
 	}
 	resp, err := http.Post(c.base+path, "application/json", bytes.NewReader(b))
+	for try := 1; err != nil && c.failover && try <= 5; try++ {
+		c.t.Logf("POST %s: %v; again", path, err)
+		time.Sleep(200 * time.Millisecond)
+		resp, err = http.Post(c.base+path, "application/json", bytes.NewReader(b))
+	}
 	if err != nil {
 		c.t.Fatalf("POST %s: %v", path, err)
 	}

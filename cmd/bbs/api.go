@@ -114,10 +114,11 @@ func openStore(ctx context.Context, url string, log *zap.Logger) (*db.Store, err
 
 func runMigrateCommand(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	logLevel := logLevelFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log, err := newLogger("info", false)
+	log, err := newLogger(*logLevel, false)
 	if err != nil {
 		return err
 	}

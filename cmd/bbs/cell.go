@@ -33,7 +33,7 @@ func runCellCommand(ctx context.Context, args []string) error {
 	advertise := fs.String("advertise-url", envOr("BBS_CELL_ADVERTISE_URL", ""), "how others reach the cell's API, when not its listen address (e.g. https://cell-z1:1800) [BBS_CELL_ADVERTISE_URL]")
 	apiURL := fs.String("api-url", envOr("BBS_API_URL", "http://127.0.0.1:8889"), "the BBS API [BBS_API_URL]")
 	kind := fs.String("executor", envOr("BBS_CELL_EXECUTOR", "process"), "process (real local processes) or sim (simulated instances) [BBS_CELL_EXECUTOR]")
-	workDir := fs.String("work-dir", envOr("BBS_CELL_WORK_DIR", ""), "where process instances get their directories (default: a temporary directory)")
+	workDir := fs.String("work-dir", envOr("BBS_CELL_WORK_DIR", ""), "where process instances get their directories (default: a temporary directory) [BBS_CELL_WORK_DIR]")
 	ports := fs.String("port-range", envOr("BBS_CELL_PORT_RANGE", "61000-61999"), "host ports for instances, FIRST-LAST [BBS_CELL_PORT_RANGE]")
 	monitorEvery := fs.Duration("monitor-interval", 500*time.Millisecond, "health check interval until healthy")
 	healthyEvery := fs.Duration("healthy-monitor-interval", 30*time.Second, "health check interval once RUNNING")

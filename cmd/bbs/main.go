@@ -32,6 +32,10 @@ commands:
   ssh-proxy let ssh users into instances: user diego:<process_guid>/<index> (port 2222)
   sshd      the ssh daemon an LRP runs beside its app (a codependent action)
   tps-watcher  report instance crashes to Cloud Controller, from the BBS event stream
+  lb        the load-balancing front of several API replicas (round robin, failover)
+  cluster   the production topology on one machine (make cluster): PostgreSQL, the real
+            Temporal server and its UI, 2 API replicas behind 'bbs lb', 2 workers, 3 cells
+            and the router, each a supervised process, state in .cluster/
   dev       run everything on one machine: a private PostgreSQL under .data/ (unless
             DATABASE_URL is set), the Temporal dev server with its Web UI, the API and the
             protocol listener, the worker, the router, the ssh proxy, the tps-watcher
@@ -48,18 +52,7 @@ func main() {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
-	commands := map[string]func(ctx context.Context, args []string) error{
-		"api":         runAPICommand,
-		"worker":      runWorkerCommand,
-		"migrate":     runMigrateCommand,
-		"dev":         runDevCommand,
-		"cell":        runCellCommand,
-		"router":      runRouterCommand,
-		"ssh-proxy":   runSSHProxyCommand,
-		"sshd":        runSSHDCommand,
-		"tps-watcher": runTPSWatcherCommand,
-	}
-	cmd, ok := commands[os.Args[1]]
+	cmd, ok := commands()[os.Args[1]]
 	if !ok {
 		if os.Args[1] != "-h" && os.Args[1] != "--help" && os.Args[1] != "help" {
 			fmt.Fprintf(os.Stderr, "bbs: unknown command %q\n\n", os.Args[1])
@@ -77,6 +70,37 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bbs %s: %v\n", os.Args[1], err)
 		os.Exit(1)
 	}
+}
+
+// commands are the subcommands: docker-compose.yml's services name them (a test checks it).
+func commands() map[string]func(ctx context.Context, args []string) error {
+	return map[string]func(ctx context.Context, args []string) error{
+		"api":         runAPICommand,
+		"worker":      runWorkerCommand,
+		"migrate":     runMigrateCommand,
+		"dev":         runDevCommand,
+		"cluster":     runClusterCommand,
+		"lb":          runLBCommand,
+		"cell":        runCellCommand,
+		"router":      runRouterCommand,
+		"ssh-proxy":   runSSHProxyCommand,
+		"sshd":        runSSHDCommand,
+		"tps-watcher": runTPSWatcherCommand,
+	}
+}
+
+// envWithoutFlag lists, per command, the environment variables it reads that no flag
+// stands for: secrets (never flags, which ps shows) and the store's session settings. Every
+// other variable a command reads is named in brackets in its flag's usage (`bbs <command>
+// -h`); a test checks that the two together cover every variable cmd/bbs reads, and that
+// docker-compose.yml sets no other on a command.
+var envWithoutFlag = map[string][]string{
+	"api":       {"DATABASE_URL", "DATABASE_URL_FILE", "BBS_DB_JIT"},
+	"worker":    {"DATABASE_URL", "DATABASE_URL_FILE", "BBS_DB_JIT"},
+	"migrate":   {"DATABASE_URL", "DATABASE_URL_FILE", "BBS_DB_JIT"},
+	"dev":       {"DATABASE_URL", "DATABASE_URL_FILE", "BBS_DB_JIT"},
+	"ssh-proxy": {"BBS_SSH_PROXY_PASSWORD", "BBS_SSH_PROXY_PASSWORD_FILE", "BBS_SSH_PROXY_HOST_KEY", "BBS_SSH_PROXY_HOST_KEY_FILE"},
+	"sshd":      {"SSHD_HOST_KEY", "SSHD_HOST_KEY_FILE", "SSHD_AUTHORIZED_KEY", "SSHD_AUTHORIZED_KEY_FILE", "CF_INSTANCE_IP", "CF_INSTANCE_PORTS"},
 }
 
 // newLogger builds the process's one logger: JSON for services, console for the dev mode.

@@ -30,8 +30,11 @@ var SearchAttributes = map[string]string{
 	"RolloutState":   "Keyword",
 }
 
-// dynamicConfig is the server configuration every dev server we start gets.
-var dynamicConfig = []string{
+// DynamicConfig is the server configuration every Temporal server we start gets, as
+// key=value: the dev servers (as --dynamic-config-value), the real server of `make cluster`
+// (written as its dynamic config file), and deploy/temporal-dynamicconfig.yaml for the
+// compose stack (a test checks that the file says the same).
+var DynamicConfig = []string{
 	// One task-queue partition: every queue has one poller, and a partitioned queue makes its
 	// tasks wait for forwarding (measured 119 → 183 steps/s on a 2-core machine).
 	"matching.numTaskqueueReadPartitions=1",
@@ -165,7 +168,7 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	} else {
 		args = append(args, "--headless")
 	}
-	for _, v := range dynamicConfig {
+	for _, v := range DynamicConfig {
 		args = append(args, "--dynamic-config-value", v)
 	}
 	if cfg.DBFile != "" {

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/updatable-lrps/bbs/internal/temporaldev"
+	"go.yaml.in/yaml/v3"
+)
+
+// envOfCommand is every environment variable command reads: those its flags name in
+// brackets in `bbs <command> -h`, and envWithoutFlag's.
+func envOfCommand(t *testing.T, name string) map[string]bool {
+	t.Helper()
+	// The flag sets print their usage to os.Stderr as it is when they print.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = w
+	runErr := commands()[name](context.Background(), []string{"-h"})
+	os.Stderr = stderr
+	w.Close()
+	usage, _ := io.ReadAll(r)
+	if !errors.Is(runErr, flag.ErrHelp) {
+		t.Fatalf("bbs %s -h: %v", name, runErr)
+	}
+	env := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\[([A-Z][A-Z0-9_]+)\]`).FindAllStringSubmatch(string(usage), -1) {
+		env[m[1]] = true
+	}
+	for _, v := range envWithoutFlag[name] {
+		env[v] = true
+	}
+	return env
+}
+
+// TestEveryVariableReadIsDocumented keeps envWithoutFlag and the flags' [NAME]s complete:
+// every variable name cmd/bbs reads (envOr, envInt, envDuration, secretFromEnv, os.Getenv)
+// is one some command declares.
+func TestEveryVariableReadIsDocumented(t *testing.T) {
+	declared := map[string]bool{}
+	for name := range commands() {
+		for v := range envOfCommand(t, name) {
+			declared[v] = true
+		}
+	}
+	files, _ := filepath.Glob("*.go")
+	read := regexp.MustCompile(`(?:envOr|envInt|envDuration|secretFromEnv|os\.Getenv|os\.LookupEnv)\(\s*"([A-Z][A-Z0-9_]+)"`)
+	constant := regexp.MustCompile(`(?m)^\s*env\w+\s*=\s*"([A-Z][A-Z0-9_]+)"`)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range append(read.FindAllStringSubmatch(string(src), -1), constant.FindAllStringSubmatch(string(src), -1)...) {
+			if !declared[m[1]] {
+				t.Errorf("%s reads %s, which no command declares (name it in its flag's usage as [%s], or in envWithoutFlag)", f, m[1], m[1])
+			}
+		}
+	}
+}
+
+type composeFile struct {
+	Services map[string]struct {
+		Image       string            `yaml:"image"`
+		Command     []string          `yaml:"command"`
+		Environment map[string]string `yaml:"environment"`
+	} `yaml:"services"`
+}
+
+// TestComposeMatchesTheBinary checks docker-compose.yml against the binary it runs: every
+// service of the bbs image runs a subcommand that exists, and sets only environment variables
+// that subcommand reads; and the stack has the processes `make cluster` runs (two API
+// replicas behind the front, two workers, three cells, the router).
+func TestComposeMatchesTheBinary(t *testing.T) {
+	raw, err := os.ReadFile("../../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose composeFile
+	if err := yaml.Unmarshal(raw, &compose); err != nil {
+		t.Fatalf("docker-compose.yml: %v", err)
+	}
+	byCommand := map[string][]string{}
+	for name, svc := range compose.Services {
+		if svc.Image != "bbs:local" {
+			continue
+		}
+		if len(svc.Command) == 0 {
+			t.Errorf("service %s: no command", name)
+			continue
+		}
+		cmd := svc.Command[0]
+		if _, ok := commands()[cmd]; !ok {
+			t.Errorf("service %s runs `bbs %s`, which is no command", name, cmd)
+			continue
+		}
+		byCommand[cmd] = append(byCommand[cmd], name)
+		reads := envOfCommand(t, cmd)
+		for v := range svc.Environment {
+			if !reads[v] {
+				t.Errorf("service %s sets %s, which `bbs %s` does not read", name, v, cmd)
+			}
+		}
+	}
+	for cmd, want := range map[string]int{"api": 2, "lb": 1, "worker": 2, "cell": 3, "router": 1} {
+		if got := byCommand[cmd]; len(got) < want {
+			t.Errorf("docker-compose.yml runs `bbs %s` as %v; make cluster runs %d", cmd, got, want)
+		}
+	}
+	var names []string
+	for cmd, svcs := range byCommand {
+		sort.Strings(svcs)
+		names = append(names, cmd+"="+strings.Join(svcs, ","))
+	}
+	slices.Sort(names)
+	t.Logf("compose runs: %s", strings.Join(names, " "))
+}
+
+// TestComposeTemporalDynamicConfig checks that deploy/temporal-dynamicconfig.yaml, which the
+// compose stack's Temporal server reads, says what every server we start is given
+// (temporaldev.DynamicConfig: the dev servers and make cluster's).
+func TestComposeTemporalDynamicConfig(t *testing.T) {
+	raw, err := os.ReadFile("../../deploy/temporal-dynamicconfig.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file map[string][]struct {
+		Value any `yaml:"value"`
+	}
+	if err := yaml.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, kv := range temporaldev.DynamicConfig {
+		k, v, _ := strings.Cut(kv, "=")
+		want[k] = v
+	}
+	for k, v := range want {
+		if len(file[k]) != 1 || fmt.Sprint(file[k][0].Value) != v {
+			t.Errorf("deploy/temporal-dynamicconfig.yaml: %s = %v, want %s", k, file[k], v)
+		}
+	}
+	for k := range file {
+		if _, ok := want[k]; !ok {
+			t.Errorf("deploy/temporal-dynamicconfig.yaml sets %s, which temporaldev.DynamicConfig does not", k)
+		}
+	}
+}

@@ -1,0 +1,181 @@
+package e2e
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/updatable-lrps/bbs/internal/temporaldev"
+)
+
+// temporalServerBin is the real Temporal server `make cluster` runs (bin/temporal-server,
+// which `make test` builds first); without one the test fails (skips in -short mode).
+func temporalServerBin(t *testing.T) string {
+	t.Helper()
+	bin, err := temporaldev.FindServerBin()
+	if err != nil {
+		if testing.Short() {
+			t.Skipf("-short: skipping a test that needs the Temporal server: %v", err)
+		}
+		t.Fatalf("this test needs the Temporal server: %v", err)
+	}
+	return bin
+}
+
+// freePortBlock picks a base such that base+1 … base+n are free now (see freePort).
+func freePortBlock(t *testing.T, n int) int {
+	t.Helper()
+outer:
+	for range 200 {
+		base := 20000 + rand.IntN(12000-n)
+		for p := base + 1; p <= base+n; p++ {
+			if _, taken := usedPorts.Load(p); taken {
+				continue outer
+			}
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+			if err != nil {
+				continue outer
+			}
+			l.Close()
+		}
+		for p := base + 1; p <= base+n; p++ {
+			usedPorts.Store(p, true)
+		}
+		return base
+	}
+	t.Fatalf("no %d free ports in a row in 20000–31999", n)
+	return 0
+}
+
+// pidOf reads a child's pid file under the cluster's data directory.
+func pidOf(t *testing.T, dataDir, name string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dataDir, "run", name+".pid"))
+	if err != nil {
+		t.Fatalf("pid of %s: %v", name, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("pid of %s: %v", name, err)
+	}
+	return pid
+}
+
+// TestClusterKeepsServingThroughKills is `make cluster` as an operator tries it: the real
+// Temporal server on PostgreSQL, two API replicas behind the front, two workers, three cells
+// and the router come up from one command; an LRP desired through the front runs on the
+// cells; a rolling update runs to completion on the real Temporal server although one API
+// replica and one worker are killed (SIGKILL) in the middle of it — the front keeps answering,
+// the router keeps serving every request, no index goes unserved, and the supervisor restarts
+// both. Ctrl-C stops every process; a second run resumes with the data kept.
+func TestClusterKeepsServingThroughKills(t *testing.T) {
+	tbin := temporalServerBin(t)
+	const n = 4
+	dataDir := t.TempDir()
+	apiPort, uiPort, routerPort, tPort, pgPort := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
+	base := freePortBlock(t, 64)
+	args := []string{"cluster", "--data-dir", dataDir, "--temporal-server-bin", tbin,
+		"--listen", fmt.Sprintf("127.0.0.1:%d", apiPort), "--bbs-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--port-base", fmt.Sprint(base), "--pg-port", fmt.Sprint(pgPort),
+		"--temporal-port", fmt.Sprint(tPort), "--temporal-ui-port", fmt.Sprint(uiPort),
+		"--router-listen", fmt.Sprintf("127.0.0.1:%d", routerPort), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	begun := time.Now()
+	p := start(t, nil, args...)
+	t.Cleanup(func() { p.cmd.Process.Signal(syscall.SIGINT); <-p.done })
+	p.waitOutput(t, "Ctrl-C stops everything", 3*time.Minute)
+	t.Logf("bbs cluster up in %s", time.Since(begun).Round(100*time.Millisecond))
+	out := p.out.String()
+	for _, want := range []string{"BBS cluster is up", "go.temporal.io/server 1.29.1", "api-1 http://", "api-2 http://",
+		"worker-1", "worker-2", "cell-1 in zone z1", "cell-2 in zone z2", "cell-3 in zone z1",
+		fmt.Sprintf("http://localhost:%d", uiPort)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the banner does not say %q:\n%s", want, out)
+		}
+	}
+	c := client{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", apiPort), failover: true}
+	c.waitAvailable(p, 30*time.Second)
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", uiPort))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("Temporal Web UI: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	waitForPoller(t, fmt.Sprintf("127.0.0.1:%d", tPort))
+
+	d := &devStack{p: p, api: c, routerPort: routerPort, dataDir: dataDir}
+	c.mustPost("/v1/desired_lrp/desire", obj{"desired_lrp": demoLRP("web", n)}, nil)
+	d.waitFor(t, "4 RUNNING on web", 60*time.Second, func() bool { return d.allOn("web", "web", n) })
+	cells := map[string]bool{}
+	for _, a := range d.instances("web") {
+		cells[a.CellID] = true
+	}
+	if len(cells) < 2 {
+		t.Errorf("4 instances on %d cell(s): %v", len(cells), cells)
+	}
+	d.waitFor(t, "the router to route web.example.com", 20*time.Second, func() bool {
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", routerPort), nil)
+		req.Host = "web.example.com"
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+
+	traffic := d.drive("web.example.com", 2)
+	s := d.sample("web", n)
+	// v2 takes a second to start, so that the kills land in the middle of the rollout.
+	v2 := demoDefinition("v2", "v2")
+	v2["action"] = obj{"run": obj{"path": "/bin/sh", "args": []string{"-c", "sleep 1; exec " + demoBin}}}
+	c.mustPost("/v1/desired_lrp/update", obj{"process_guid": "web", "update": obj{"definition": v2}}, nil)
+	d.waitFor(t, "the rollout to update index 0", 30*time.Second, func() bool { return d.rollout("web").UpdatedInstances >= 1 })
+	apiPID, workerPID := pidOf(t, dataDir, "api-1"), pidOf(t, dataDir, "worker-1")
+	for _, pid := range []int{apiPID, workerPID} {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	killed := time.Now()
+	if r := d.rollout("web"); r.State != "active" {
+		t.Logf("the rollout was %s by the time both were killed", r.State)
+	}
+	d.waitFor(t, "the rollout to complete on v2", 2*time.Minute, func() bool {
+		return d.rollout("web").State == "completed" && d.allOn("web", "v2", n)
+	})
+	t.Logf("rollout completed %s after the kills", time.Since(killed).Round(100*time.Millisecond))
+	s.finish(t, n, "rollout through the kills")
+	traffic.finish(t, "rollout through the kills")
+	for _, name := range []string{"api-1", "worker-1"} {
+		p.waitOutput(t, name+" exited: signal: killed; restarting", 10*time.Second)
+		p.waitOutput(t, name+" restarted", 30*time.Second)
+	}
+	if pid := pidOf(t, dataDir, "api-1"); pid == apiPID {
+		t.Errorf("api-1 has its old pid %d after the restart", pid)
+	}
+
+	p.stop(t, os.Interrupt, 2*time.Minute)
+	for _, port := range []int{apiPort, routerPort, tPort, uiPort, pgPort, base + 1, base + 11} {
+		if conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second); err == nil {
+			conn.Close()
+			t.Errorf("port %d still answers after Ctrl-C", port)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dataDir, "run", "*.pid")); len(left) > 0 {
+		t.Errorf("pid files left after Ctrl-C: %v", left)
+	}
+
+	p = start(t, nil, args...)
+	p.waitOutput(t, "Ctrl-C stops everything", 3*time.Minute)
+	c.waitAvailable(p, 30*time.Second)
+	d.p = p
+	d.waitFor(t, "web on v2 after the restart", 60*time.Second, func() bool { return d.allOn("web", "v2", n) })
+	p.stop(t, os.Interrupt, 2*time.Minute)
+}
