@@ -94,8 +94,8 @@ type Agent struct {
 	cfg   Config
 	bbs   BBS
 	tasks TaskBBS
-	exec *executor.Executor
-	log  *zap.Logger
+	exec  *executor.Executor
+	log   *zap.Logger
 
 	repURL     string
 	draining   atomic.Bool

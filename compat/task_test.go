@@ -291,7 +291,7 @@ func TestTaskLifecycleThroughTheRealClient(t *testing.T) {
 	def := func() *models.TaskDefinition {
 		return &models.TaskDefinition{RootFs: "docker:///busybox", MemoryMb: 16, DiskMb: 16, LogGuid: "app-guid",
 			PlacementTags: []string{taskCell},
-			Action: models.WrapAction(&models.RunAction{Path: "/bin/sh", Args: []string{"-c", "exit 1"}, User: "root"})}
+			Action:        models.WrapAction(&models.RunAction{Path: "/bin/sh", Args: []string{"-c", "exit 1"}, User: "root"})}
 	}
 	const domain = "compat-tasks"
 	for _, guid := range []string{"compat-run", "compat-cancel", "compat-fail"} {
