@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/updatable-lrps/bbs/internal/testcluster"
 	"github.com/updatable-lrps/bbs/model"
 )
 
@@ -149,5 +150,51 @@ func TestTaskCancelAndResolveByHand(t *testing.T) {
 	}
 	if _, err := c.BBS.DeleteTask(ctx, "quiet"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A draining cell does not move its tasks (seed 003): a task running on it finishes there,
+// and its result is reported before the cell goes away.
+func TestDrainingCellLetsItsTasksFinish(t *testing.T) {
+	c := newCluster(t, 1, 1, roomy)
+	if _, err := c.BBS.DesireTask(ctx, simTask("finishing", "", model.EnvironmentVariable{Name: "SIM_EXIT_AFTER_MS", Value: "1500"},
+		model.EnvironmentVariable{Name: "SIM_RESULT", Value: "built"})); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("the task to run", 15*time.Second, func() bool {
+		task, err := c.BBS.TaskByGUID(ctx, "finishing")
+		return err == nil && task.State == model.TaskRunning
+	})
+	c.Cells[0].Agent.Drain()
+	exited, err := c.Cells[0].Wait(30 * time.Second)
+	if !exited || err != nil {
+		t.Fatalf("drained cell: exited %v, %v", exited, err)
+	}
+	task, err := c.BBS.TaskByGUID(ctx, "finishing")
+	if err != nil || task.State != model.TaskCompleted || task.Failed || task.Result != "built" {
+		t.Fatalf("task after the drain: %+v, %v", task, err)
+	}
+}
+
+// A task still running when the drain times out is stopped and failed with the reason.
+func TestDrainTimeoutFailsTheTasksLeft(t *testing.T) {
+	c := startCluster(t, testcluster.Options{Cells: 1, Zones: 1, Capacity: roomy, EvacuationTimeout: time.Second})
+	if _, err := c.BBS.DesireTask(ctx, simTask("endless", "", model.EnvironmentVariable{Name: "SIM_EXIT_AFTER_MS", Value: "600000"})); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("the task to run", 15*time.Second, func() bool {
+		task, err := c.BBS.TaskByGUID(ctx, "endless")
+		return err == nil && task.State == model.TaskRunning
+	})
+	c.Cells[0].Agent.Drain()
+	if exited, _ := c.Cells[0].Wait(30 * time.Second); !exited {
+		t.Fatal("the drained cell did not exit")
+	}
+	task, err := c.BBS.TaskByGUID(ctx, "endless")
+	if err != nil || task.State != model.TaskCompleted || !task.Failed || task.FailureReason != "cell was evacuated before the task completed" {
+		t.Fatalf("task after the drain timed out: %+v, %v", task, err)
+	}
+	if n := len(c.Cells[0].Exec.Containers()); n != 0 {
+		t.Fatalf("%d containers left", n)
 	}
 }

@@ -62,6 +62,8 @@ type Options struct {
 	// defaults).
 	MaxInFlight   int
 	IndexDeadline time.Duration
+	// EvacuationTimeout bounds a cell's drain (default 1 min).
+	EvacuationTimeout time.Duration
 	// BeforeStop, when not nil, runs before each stop request of the worker's activities
 	// reaches the cells (to inject races with the cells' reports); the API stops without it.
 	BeforeStop func(c *Cluster, lrps []model.ActualLRP)
@@ -235,7 +237,7 @@ func (c *Cluster) AddCell(id, zone string, capacity model.CellCapacity) *Cell {
 		Agent: cell.Config{
 			ID: id, Zone: zone, Capacity: capacity,
 			HeartbeatInterval: heartbeat, PresenceTTL: 5 * heartbeat, PollInterval: poll,
-			EvacuationPoll: 100 * time.Millisecond, EvacuationTimeout: time.Minute,
+			EvacuationPoll: 100 * time.Millisecond, EvacuationTimeout: cmp.Or(c.opts.EvacuationTimeout, time.Minute),
 		},
 		Executor: executor.Config{
 			SkipPortProbe: true, PortRangeStart: 61000, PortRangeEnd: 63000,
