@@ -80,10 +80,6 @@ func TestTasksRunAndDeliverTheirCallbacksOnce(t *testing.T) {
 	if _, err := c.BBS.DesireTask(ctx, simTask("fails", recv.URL+"/done", model.EnvironmentVariable{Name: "SIM_CRASH_AFTER_MS", Value: "10"})); err != nil {
 		t.Fatal(err)
 	}
-	_, err := c.BBS.DesireTask(ctx, simTask("ok-0", recv.URL))
-	if !model.IsType(err, model.ErrResourceExists) {
-		t.Fatalf("duplicate desire: %v", err)
-	}
 	c.waitFor("every callback", 30*time.Second, func() bool { return recv.delivered() == n+1 })
 	c.waitFor("every delivered task deleted", 15*time.Second, func() bool {
 		l, err := c.BBS.Tasks(ctx, model.TaskFilter{})
@@ -118,6 +114,10 @@ func TestTaskCancelAndResolveByHand(t *testing.T) {
 		task, err := c.BBS.TaskByGUID(ctx, "long")
 		return err == nil && task.State == model.TaskRunning && len(c.Cells[0].Exec.Containers()) == 1
 	})
+	// While it exists, its guid is taken.
+	if _, err := c.BBS.DesireTask(ctx, simTask("long", recv.URL)); !model.IsType(err, model.ErrResourceExists) {
+		t.Fatalf("duplicate desire: %v", err)
+	}
 	task, err := c.BBS.CancelTask(ctx, "long")
 	if err != nil || task.State != model.TaskCompleted || task.FailureReason != model.TaskCancelledReason {
 		t.Fatalf("cancel = %+v, %v", task, err)
