@@ -106,7 +106,11 @@ func (s *Service) Complete(ctx context.Context, guid, cellID string, failed bool
 	if cellID == "" {
 		return nil, model.Errorf(model.ErrInvalidRequest, "cell_id is required")
 	}
-	return s.completed(ctx)(s.store.CompleteTask(ctx, guid, cellID, failed, reason, result))
+	ch, err := s.store.CompleteTask(ctx, guid, cellID, failed, reason, result)
+	if err != nil {
+		return nil, err
+	}
+	return s.completed(ctx, ch), nil
 }
 
 // Fail completes a PENDING or RUNNING task as failed (BBS's deprecated FailTask).
@@ -114,7 +118,11 @@ func (s *Service) Fail(ctx context.Context, guid, reason string) (*model.Task, e
 	if err := model.ValidateGUID("task_guid", guid); err != nil {
 		return nil, err
 	}
-	return s.completed(ctx)(s.store.FailTask(ctx, guid, reason))
+	ch, err := s.store.FailTask(ctx, guid, reason)
+	if err != nil {
+		return nil, err
+	}
+	return s.completed(ctx, ch), nil
 }
 
 // Reject records that a cell refused the task: it waits for another, or fails once
@@ -123,7 +131,11 @@ func (s *Service) Reject(ctx context.Context, guid, reason string) (*model.Task,
 	if err := model.ValidateGUID("task_guid", guid); err != nil {
 		return nil, err
 	}
-	return s.completed(ctx)(s.store.RejectTask(ctx, guid, reason, s.maxRetries))
+	ch, err := s.store.RejectTask(ctx, guid, reason, s.maxRetries)
+	if err != nil {
+		return nil, err
+	}
+	return s.completed(ctx, ch), nil
 }
 
 // Cancel fails the task as cancelled, tells its cell to stop it when it ran, and starts its
@@ -142,7 +154,7 @@ func (s *Service) Cancel(ctx context.Context, guid string) (*model.Task, error) 
 			s.log.Warn("tell cell to stop cancelled task", zap.String("task_guid", guid), zap.String("cell_id", cell), zap.Error(err))
 		}
 	}
-	return s.completed(ctx)(ch, nil)
+	return s.completed(ctx, ch), nil
 }
 
 // Resolving claims a completed task's result for the caller.
@@ -166,19 +178,13 @@ func (s *Service) Delete(ctx context.Context, guid string) (*model.Task, error) 
 }
 
 // completed returns the changed task and, when the change completed a task with a
-// callback, starts the callback's delivery. A delivery that cannot be started is logged:
-// convergence starts it later.
-func (s *Service) completed(ctx context.Context) func(ch *db.TaskChange, err error) (*model.Task, error) {
-	return func(ch *db.TaskChange, err error) (*model.Task, error) {
-		if err != nil {
-			return nil, err
-		}
-		// The task has changed: its callback starts even if the caller has gone meanwhile.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		s.deliver(ctx, ch)
-		return &ch.After, nil
-	}
+// callback, starts the callback's delivery, even if the caller has gone meanwhile. A
+// delivery that cannot be started is logged: convergence starts it later.
+func (s *Service) completed(ctx context.Context, ch *db.TaskChange) *model.Task {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	s.deliver(ctx, ch)
+	return &ch.After
 }
 
 // deliver starts the callback of a task the change completed, when it has one.

@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/pgcluster"
 	"github.com/updatable-lrps/bbs/internal/supervise"
 	"github.com/updatable-lrps/bbs/internal/system"
@@ -199,7 +198,7 @@ func runClusterCommand(ctx context.Context, args []string) error {
 		cellIDs = append(cellIDs, id)
 		cellLines = append(cellLines, fmt.Sprintf("%s in zone %s (%s executor, log %s)", id, zone, *cellExecutor, rel(id+".log")))
 	}
-	if err := waitForCells(ctx, store, cellIDs, 60*time.Second); err != nil {
+	if err := waitForCells(ctx, store, cellIDs, 60*time.Second, nil); err != nil {
 		return fmt.Errorf("%w; see %s", err, rel("cell-*.log"))
 	}
 
@@ -330,35 +329,4 @@ func merge(maps ...map[string]string) map[string]string {
 		}
 	}
 	return out
-}
-
-// waitForCells waits until every cell in ids has announced itself.
-func waitForCells(ctx context.Context, store *db.Store, ids []string, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for {
-		up, err := store.Cells(ctx)
-		if err == nil {
-			seen := map[string]bool{}
-			for _, u := range up {
-				seen[u.CellID] = true
-			}
-			missing := 0
-			for _, id := range ids {
-				if !seen[id] {
-					missing++
-				}
-			}
-			if missing == 0 {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("cells did not announce themselves within %s", within)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }

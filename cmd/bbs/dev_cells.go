@@ -58,7 +58,30 @@ func startDevCells(ctx context.Context, store *db.Store, n, zones int, apiURL, k
 		go func() { c.cmd.Wait(); close(c.done) }()
 		cells = append(cells, c)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	ids := make([]string, len(cells))
+	for i, c := range cells {
+		ids[i] = c.id
+	}
+	exited := func() error {
+		for _, c := range cells {
+			select {
+			case <-c.done:
+				return fmt.Errorf("cell %s exited at start; see %s", c.id, c.logFile)
+			default:
+			}
+		}
+		return nil
+	}
+	if err := waitForCells(ctx, store, ids, 30*time.Second, exited); err != nil {
+		return cells, fmt.Errorf("%w; see %s", err, filepath.Join(dir, "cell-*.log"))
+	}
+	return cells, nil
+}
+
+// waitForCells waits until every cell in ids has announced itself. exited, when not nil,
+// says whether a cell has already given up (its error ends the wait).
+func waitForCells(ctx context.Context, store *db.Store, ids []string, within time.Duration, exited func() error) error {
+	deadline := time.Now().Add(within)
 	for {
 		up, err := store.Cells(ctx)
 		if err == nil {
@@ -66,25 +89,29 @@ func startDevCells(ctx context.Context, store *db.Store, n, zones int, apiURL, k
 			for _, u := range up {
 				seen[u.CellID] = true
 			}
-			all := true
-			for _, c := range cells {
-				all = all && seen[c.id]
+			missing := 0
+			for _, id := range ids {
+				if !seen[id] {
+					missing++
+				}
 			}
-			if all {
-				return cells, nil
+			if missing == 0 {
+				return nil
 			}
 		}
-		for _, c := range cells {
-			select {
-			case <-c.done:
-				return cells, fmt.Errorf("cell %s exited at start; see %s", c.id, c.logFile)
-			default:
+		if exited != nil {
+			if err := exited(); err != nil {
+				return err
 			}
 		}
 		if time.Now().After(deadline) {
-			return cells, fmt.Errorf("cells did not announce themselves within 30s; see %s", filepath.Join(dir, "cell-*.log"))
+			return fmt.Errorf("cells did not announce themselves within %s", within)
 		}
-		time.Sleep(200 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
 
