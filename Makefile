@@ -24,6 +24,8 @@ $(CURDIR)/bin/temporal:
 # The real Temporal server (go.temporal.io/server, pinned in tools/temporal-server/go.mod, a
 # module of its own so that the product's go.mod does not take on its dependencies): the
 # server, its SQL tool and the Web UI in one binary. Built once (about 5 minutes).
+bin/temporal-server: $(CURDIR)/bin/temporal-server
+
 $(CURDIR)/bin/temporal-server:
 	@echo "building the Temporal server (go.temporal.io/server, tools/temporal-server) into bin/ (first time only, ~5 minutes)"
 	cd tools/temporal-server && $(GO) build -o $(CURDIR)/bin/temporal-server .
