@@ -207,7 +207,7 @@ func writeInstances(ctx context.Context, tx *sqlx.Tx, lrps []model.ActualLRP) ([
     state = u.u_state, instance_guid = u.u_ig, cell_id = u.u_cell, address = u.u_addr, ports = u.u_ports::jsonb,
     instance_address = u.u_iaddr, placement_error = u.u_perr, since = u.u_since, crash_count = u.u_crashes,
     crash_reason = u.u_reason, preferred_address = u.u_pref, availability_zone = `+cellZone("u.u_cell")+`,
-    modification_index = modification_index + 1
+    `+startReport("u.u_state", "u.u_ig")+`, modification_index = modification_index + 1
 FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
             $9::text[], $10::text[], $11::bigint[], $12::int[], $13::text[], $14::text[])
     AS u(u_guid, u_def, u_index, u_state, u_ig, u_cell, u_addr, u_ports, u_iaddr, u_perr, u_since, u_crashes, u_reason, u_pref)

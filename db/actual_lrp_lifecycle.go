@@ -50,7 +50,8 @@ func writeInstance(ctx context.Context, tx *sqlx.Tx, a *model.ActualLRP) (model.
 	err = tx.GetContext(ctx, &row, `UPDATE actual_lrps SET
     state = $5, instance_guid = $6, cell_id = $7, address = $8, ports = $9, instance_address = $10,
     placement_error = $11, since = $12, crash_count = $13, crash_reason = $14, preferred_address = $15,
-    availability_zone = `+cellZone("$7")+`, modification_index = modification_index + 1
+    availability_zone = `+cellZone("$7")+`, `+startReport("$5", "$6")+`,
+    modification_index = modification_index + 1
 WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND presence = $4
 RETURNING `+actualColumns,
 		a.ProcessGUID, a.DefinitionID, a.Index, a.Presence, a.State, a.InstanceGUID, a.CellID, a.Address,
@@ -164,9 +165,10 @@ func (s *Store) createRunning(ctx context.Context, tx *sqlx.Tx, key model.Actual
 	var row actualRow
 	err = tx.GetContext(ctx, &row, `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain,
     state, instance_guid, cell_id, address, ports, instance_address, preferred_address, since, modification_epoch,
-    availability_zone)
+    availability_zone, internal_routes, metric_tags)
 VALUES ($1, $2, $3, $4, 'RUNNING', $5, $6, $7, $8, $9, $10, $11, gen_random_uuid()::text,
-    coalesce((SELECT c.zone FROM cells c WHERE c.cell_id = $6), ''))
+    coalesce((SELECT c.zone FROM cells c WHERE c.cell_id = $6), ''),
+    `+lrpInternalRoutes("$1")+`, `+lrpMetricTags("$1", "$3", "$5")+`)
 RETURNING `+actualColumns, key.ProcessGUID, key.DefinitionID, key.Index, key.Domain, ik.InstanceGUID, ik.CellID,
 		net.Address, ports, net.InstanceAddress, net.PreferredAddress, s.nowNanos())
 	if err != nil {

@@ -79,6 +79,11 @@ type ActualLRP struct {
 	// rollout replacing it, a scale-down, a retire): routers deregister it at once, and the
 	// cell stops it only after a drain time, so that no request reaches a stopping instance.
 	Retiring bool `json:"retiring,omitempty"`
+	// InternalRoutes and MetricTags are what a Diego cell reports when it starts the
+	// instance: the hostnames of the LRP's "internal-router" route and its metric tags with
+	// INDEX and INSTANCE_GUID filled in, taken when the instance last became RUNNING.
+	InternalRoutes []string          `json:"internal_routes,omitempty"`
+	MetricTags     map[string]string `json:"metric_tags,omitempty"`
 }
 
 // Routable reports whether routers may send the instance traffic: it is RUNNING and not being
