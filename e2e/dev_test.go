@@ -31,7 +31,7 @@ func TestDevModeRunsTheWholeSystem(t *testing.T) {
 	dataDir := t.TempDir()
 	apiPort, pgPort, tPort, uiPort, protocolPort, sshPort := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
 	args := []string{"dev", "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", apiPort),
-		"--bbs-listen", fmt.Sprintf("127.0.0.1:%d", protocolPort),
+		"--bbs-listen", fmt.Sprintf("127.0.0.1:%d", protocolPort), "--bbs-tls-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		"--pg-port", fmt.Sprint(pgPort), "--temporal-bin", bin,
 		"--temporal-port", fmt.Sprint(tPort), "--temporal-ui-port", fmt.Sprint(uiPort),
 		"--router-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
