@@ -37,12 +37,13 @@ type actualRow struct {
 	// (migration 0009): the raw route value and tags, resolved for the instance in model.
 	InternalRoutes []byte `db:"internal_routes"`
 	MetricTags     []byte `db:"metric_tags"`
+	NotReady       bool   `db:"not_ready"`
 }
 
 const actualColumns = `process_guid, definition_id, instance_index, presence, domain, state,
     instance_guid, cell_id, address, ports, instance_address, placement_error, since,
     crash_count, crash_reason, modification_epoch, modification_index, retiring,
-    availability_zone, preferred_address, internal_routes, metric_tags`
+    availability_zone, preferred_address, internal_routes, metric_tags, not_ready`
 
 // cellZone is the SQL for the zone of an instance moving to the cell named by the SQL
 // expression newCell, in an UPDATE of actual_lrps (whose cell_id and availability_zone are
@@ -102,6 +103,7 @@ func (r *actualRow) model() (model.ActualLRP, error) {
 		AvailabilityZone: r.AvailabilityZone,
 		Retiring:         r.Retiring,
 		InternalRoutes:   model.InternalRouteHostnames(r.InternalRoutes),
+		NotReady:         r.NotReady,
 	}
 	ports, err := decodePorts(r.Ports)
 	if err != nil {
@@ -240,7 +242,7 @@ ORDER BY process_guid, instance_index, definition_id, presence`,
 		if err := rows.Scan(&r.ProcessGUID, &r.DefinitionID, &r.Index, &r.Presence, &r.Domain, &r.State,
 			&r.InstanceGUID, &r.CellID, &r.Address, &r.Ports, &r.InstanceAddress, &r.PlacementError, &r.Since,
 			&r.CrashCount, &r.CrashReason, &r.ModificationEpoch, &r.ModificationIndex, &r.Retiring,
-			&r.AvailabilityZone, &r.PreferredAddress, &r.InternalRoutes, &r.MetricTags); err != nil {
+			&r.AvailabilityZone, &r.PreferredAddress, &r.InternalRoutes, &r.MetricTags, &r.NotReady); err != nil {
 			return mapError(err)
 		}
 		a, err := r.model()
