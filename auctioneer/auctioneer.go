@@ -72,6 +72,9 @@ type Auctioneer struct {
 
 	sent   map[slot]attempt // handed to a cell
 	failed map[slot]time.Time
+	// busy says the last round found more than one piece of work due: work is arriving in
+	// bursts, and the next wake-up waits BatchWindow to gather it.
+	busy bool
 }
 
 // slot names one piece of work: an instance, or (task set) a task.
@@ -120,7 +123,7 @@ func New(store Store, notes Notifications, cells Cells, opts Options, log *zap.L
 
 // Run places instances until ctx ends, leading when it can.
 func (a *Auctioneer) Run(ctx context.Context) error {
-	sub := a.notes.Subscribe(ctx, db.EventsChannel)
+	sub := a.notes.Subscribe(ctx, db.PlacementChannel)
 	defer sub.Close()
 	var lead *db.Leadership
 	defer func() {
@@ -157,13 +160,16 @@ func (a *Auctioneer) Run(ctx context.Context) error {
 				// everything that waits, which is all a missed notification could have said.
 				a.log.Info("notifications resynced after a lost connection")
 			}
-			// Many changes arrive together (a rollout step, a batch of claims): gather them
-			// for a moment so that one round places all they made waiting. The subscription
-			// holds at most one pending wake-up, which this round covers.
-			time.Sleep(a.opts.BatchWindow)
-			select {
-			case <-sub.C:
-			default:
+			// Under load work arrives in bursts (a thousand rollouts' steps, a scale-up):
+			// gather it for a moment so that one round places all of it. A lone piece of work
+			// (one rollout's next index) is placed at once. The subscription holds at most
+			// one pending wake-up, which this round covers.
+			if a.busy {
+				time.Sleep(a.opts.BatchWindow)
+				select {
+				case <-sub.C:
+				default:
+				}
 			}
 		case <-time.After(a.opts.Interval):
 		}
@@ -198,6 +204,7 @@ func (a *Auctioneer) Round(ctx context.Context) error {
 		}
 	}
 	a.forgetPlaced(w)
+	a.busy = len(work) > 1
 	if len(work) == 0 {
 		return nil
 	}

@@ -122,6 +122,7 @@ func BenchmarkRolloutStep50(b *testing.B) {
 		d := indexDurations(b, c, guid, start)
 		all = append(all, d...)
 		b.Logf("50-instance rollout %d: %s in all, %s per index on average", i, took.Round(time.Millisecond), (took / 50).Round(time.Millisecond))
+		b.Logf("  phases of an index (median): %s", rolloutPhases(b, c, guid, guid, "v2"))
 	}
 	b.ReportMetric(float64(percentile(all, 0.5).Microseconds())/1000, "ms/index-p50")
 	b.ReportMetric(float64(percentile(all, 0.9).Microseconds())/1000, "ms/index-p90")

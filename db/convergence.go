@@ -360,7 +360,7 @@ WHERE state = 'UNCLAIMED' AND since < $1`, s.nowNanos()-int64(age))
 	if err != nil || res.StaleUnclaimed == 0 {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, `SELECT pg_notify($1, '')`, EventsChannel)
+	_, err = s.db.ExecContext(ctx, `SELECT pg_notify($1, '')`, PlacementChannel)
 	return err
 }
 
