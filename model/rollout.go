@@ -21,6 +21,23 @@ const (
 	RolloutFailed     = "failed"
 )
 
+// How a rollout's step at one index ended (RolloutStepOutcomes), as operators count them.
+const (
+	// StepUpdated: the step's definition runs at the index and the others there retired.
+	StepUpdated = "updated"
+	// StepGivenUp: the index deadline passed first (GivenUpIndices).
+	StepGivenUp = "given_up"
+	// StepInterrupted: a cancel or supersede cut the step short.
+	StepInterrupted = "interrupted"
+	// StepScaledAway: the LRP was scaled below the index.
+	StepScaledAway = "scaled_away"
+)
+
+// RolloutStepOutcomes are the ways a rollout's step can end.
+func RolloutStepOutcomes() []string {
+	return []string{StepUpdated, StepGivenUp, StepInterrupted, StepScaledAway}
+}
+
 // Rollout is one walk of an LRP's instances toward ToDefinitionID.
 type Rollout struct {
 	ID               string  `json:"id"`
