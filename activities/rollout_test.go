@@ -83,8 +83,8 @@ func (f *fakeRolloutStore) RecordRolloutProgress(context.Context, string, model.
 	return nil
 }
 func (f *fakeRolloutStore) BeginCancel(context.Context, string) error { return nil }
-func (f *fakeRolloutStore) FinishRollout(context.Context, string, string, string) error {
-	return nil
+func (f *fakeRolloutStore) FinishRollout(context.Context, string, string, string) (bool, error) {
+	return true, nil
 }
 func (f *fakeRolloutStore) StartRollout(context.Context, db.RolloutRequest) (*db.RolloutStart, error) {
 	return nil, model.Errorf(model.ErrInvalidRequest, "not in this fake")

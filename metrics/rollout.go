@@ -21,8 +21,8 @@ type Rollouts struct {
 func NewRollouts(reg prometheus.Registerer) *Rollouts {
 	r := &Rollouts{
 		step: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "bbs_rollout_index_step_duration_seconds",
-			Help: "How long a rollout's step at one index took, from desiring the new instance to retiring the old one, by outcome " +
-				"(updated, given_up, interrupted, scaled_away).",
+			Help: "How long a rollout's step at one index took, from desiring the new instance to its running (updated), " +
+				"its deadline (given_up) or the LRP's scaling below the index (scaled_away), by outcome.",
 			// A step waits for an instance to start: from a second to the index deadline (minutes).
 			Buckets: prometheus.ExponentialBuckets(0.25, 2, 12)}, []string{"outcome"}),
 		finished: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bbs_rollouts_finished_total",

@@ -21,21 +21,20 @@ const (
 	RolloutFailed     = "failed"
 )
 
-// How a rollout's step at one index ended (RolloutStepOutcomes), as operators count them.
+// How a rollout's step at one index was decided (RolloutStepOutcomes), as operators count
+// them. (A step a cancel or supersede interrupts is decided by neither.)
 const (
-	// StepUpdated: the step's definition runs at the index and the others there retired.
+	// StepUpdated: the step's definition runs at the index (the others there then retire).
 	StepUpdated = "updated"
 	// StepGivenUp: the index deadline passed first (GivenUpIndices).
 	StepGivenUp = "given_up"
-	// StepInterrupted: a cancel or supersede cut the step short.
-	StepInterrupted = "interrupted"
 	// StepScaledAway: the LRP was scaled below the index.
 	StepScaledAway = "scaled_away"
 )
 
-// RolloutStepOutcomes are the ways a rollout's step can end.
+// RolloutStepOutcomes are the ways a rollout's step can be decided.
 func RolloutStepOutcomes() []string {
-	return []string{StepUpdated, StepGivenUp, StepInterrupted, StepScaledAway}
+	return []string{StepUpdated, StepGivenUp, StepScaledAway}
 }
 
 // Rollout is one walk of an LRP's instances toward ToDefinitionID.
