@@ -77,10 +77,10 @@ var convergenceBuckets = prometheus.ExponentialBuckets(0.002, 2, 14)
 func NewConvergence(reg prometheus.Registerer) *Convergence {
 	c := &Convergence{
 		lrpDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "bbs_convergence_lrp_duration_seconds",
-			Help: help("How long the LRP convergence passes this process ran took; _count is the passes run", "ConvergenceLRPDuration and ConvergenceLRPRuns"),
+			Help:    help("How long the LRP convergence passes this process ran took; _count is the passes run", "ConvergenceLRPDuration and ConvergenceLRPRuns"),
 			Buckets: convergenceBuckets}),
 		taskDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "bbs_convergence_task_duration_seconds",
-			Help: help("How long the task convergence passes this process ran took; _count is the passes run", "ConvergenceTaskDuration and ConvergenceTaskRuns"),
+			Help:    help("How long the task convergence passes this process ran took; _count is the passes run", "ConvergenceTaskDuration and ConvergenceTaskRuns"),
 			Buckets: convergenceBuckets}),
 		lastPass: prometheus.NewGauge(prometheus.GaugeOpts{Name: "bbs_convergence_last_pass_timestamp_seconds",
 			Help: "When this process last set the fleet's series from a convergence pass (Unix time): the worker with the largest holds the freshest."}),
