@@ -1,57 +1,17 @@
 package e2e
 
 import (
-	"bufio"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
 	"fmt"
-	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/updatable-lrps/bbs/internal/scrape"
 	"golang.org/x/crypto/ssh"
 )
-
-// scrapeMetrics reads a /metrics page: each sample by its series (`name{label="value"}`).
-func scrapeMetrics(url string) (map[string]float64, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			return nil, fmt.Errorf("sample %q: %v", line, err)
-		}
-		out[line[:i]] = v
-	}
-	return out, sc.Err()
-}
-
-// names are the metric names of a scrape's series.
-func names(samples map[string]float64) map[string]bool {
-	out := map[string]bool{}
-	for s := range samples {
-		name, _, _ := strings.Cut(s, "{")
-		out[name] = true
-	}
-	return out
-}
 
 // waitMetrics waits until url serves every series of want with its value (a negative
 // value: any) and every name of series, and returns what it served last.
@@ -61,7 +21,7 @@ func waitMetrics(t *testing.T, what, url string, within time.Duration, want map[
 	var last map[string]float64
 	var problem string
 	for time.Now().Before(deadline) {
-		got, err := scrapeMetrics(url)
+		got, err := scrape.URL(url)
 		problem = ""
 		if err != nil {
 			problem = err.Error()
@@ -72,7 +32,7 @@ func waitMetrics(t *testing.T, what, url string, within time.Duration, want map[
 					problem += fmt.Sprintf(" %s=%v (served: %v), want %v;", s, g, ok, v)
 				}
 			}
-			have := names(got)
+			have := scrape.Names(got)
 			for _, n := range series {
 				if !have[n] {
 					problem += " no " + n + ";"

@@ -60,15 +60,15 @@ func TestConvergencePassSetsTheFleetSeries(t *testing.T) {
 	seedFleet(t, s)
 	reg := metrics.NewRegistry()
 	c := &activities.Converger{Store: s, Tasks: s, Fleet: s, Metrics: metrics.NewConvergence(reg), Log: zaptest.NewLogger(t)}
-	before := scrape(t, reg)
+	before := scrapeReg(t, reg)
 	if before["bbs_convergence_last_pass_timestamp_seconds"] != 0 {
 		t.Fatalf("before any pass: %v", before)
 	}
 	if _, err := c.Converge(context.Background(), activities.ConvergeInput{}); err != nil {
 		t.Fatal(err)
 	}
-	got := scrape(t, reg)
-	for series, want := range map[string]float64{
+	got := scrapeReg(t, reg)
+	expect(t, "after a pass", got, map[string]float64{
 		"bbs_lrps_desired":                            7,
 		"bbs_lrps_unclaimed":                          2, // web's index 1 replacement and index 3
 		"bbs_lrps_claimed":                            1,
@@ -92,11 +92,7 @@ func TestConvergencePassSetsTheFleetSeries(t *testing.T) {
 		`bbs_rollouts_in_progress{state="canceling"}`: 0,
 		"bbs_convergence_lrp_duration_seconds_count":  1,
 		"bbs_convergence_task_duration_seconds_count": 1,
-	} {
-		if v, ok := got[series]; !ok || v != want {
-			t.Errorf("%s = %v (served: %v), want %v", series, v, ok, want)
-		}
-	}
+	})
 	if got["bbs_convergence_last_pass_timestamp_seconds"] <= 0 {
 		t.Error("bbs_convergence_last_pass_timestamp_seconds is not set")
 	}
@@ -105,11 +101,16 @@ func TestConvergencePassSetsTheFleetSeries(t *testing.T) {
 	if _, err := c.Converge(context.Background(), activities.ConvergeInput{}); err != nil {
 		t.Fatal(err)
 	}
-	got = scrape(t, reg)
-	for series, want := range map[string]float64{"bbs_lrps_missing": 0, "bbs_suspect_cells": 1, "bbs_lrps_extra": 1,
-		"bbs_convergence_lrp_duration_seconds_count": 2} {
-		if got[series] != want {
-			t.Errorf("second pass: %s = %v, want %v", series, got[series], want)
+	expect(t, "after a second pass", scrapeReg(t, reg), map[string]float64{"bbs_lrps_missing": 0, "bbs_suspect_cells": 1,
+		"bbs_lrps_extra": 1, "bbs_convergence_lrp_duration_seconds_count": 2})
+}
+
+// expect checks that got serves each series of want with its value.
+func expect(t *testing.T, when string, got, want map[string]float64) {
+	t.Helper()
+	for series, v := range want {
+		if g, ok := got[series]; !ok || g != v {
+			t.Errorf("%s: %s = %v (served: %v), want %v", when, series, g, ok, v)
 		}
 	}
 }

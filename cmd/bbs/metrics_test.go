@@ -121,9 +121,10 @@ func checkTargets(t *testing.T, file string, got, want map[string][]string) {
 	}
 }
 
-// flagDefaults reads the defaults `bbs <command> -h` prints.
-func flagDefaults(t *testing.T, name string) map[string]string {
+// commandUsage is what `bbs <command> -h` prints.
+func commandUsage(t *testing.T, name string) string {
 	t.Helper()
+	// The flag sets print their usage to os.Stderr as it is when they print.
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -137,10 +138,16 @@ func flagDefaults(t *testing.T, name string) map[string]string {
 	if !errors.Is(runErr, flag.ErrHelp) {
 		t.Fatalf("bbs %s -h: %v", name, runErr)
 	}
+	return string(usage)
+}
+
+// flagDefaults reads the defaults `bbs <command> -h` prints.
+func flagDefaults(t *testing.T, name string) map[string]string {
+	t.Helper()
 	out := map[string]string{}
 	entry := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)[^\n]*\n((?:    \t[^\n]*\n?)+)`)
 	dflt := regexp.MustCompile(`\(default "?([^")]*)"?\)\s*$`)
-	for _, m := range entry.FindAllStringSubmatch(string(usage), -1) {
+	for _, m := range entry.FindAllStringSubmatch(commandUsage(t, name), -1) {
 		if d := dflt.FindStringSubmatch(m[2]); d != nil {
 			out[m[1]] = d[1]
 		}
