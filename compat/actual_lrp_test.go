@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -12,8 +14,8 @@ import (
 	"code.cloudfoundry.org/bbs/models"
 )
 
-// desire desires an LRP of sleeping instances through our JSON API (the listener does not
-// serve desire yet), and removes it when the test ends.
+// desire desires an LRP of sleeping instances through our JSON API, with an internal route
+// and metric tags as Cloud Controller sets them, and removes it when the test ends.
 func desire(t *testing.T, guid string, instances int) {
 	t.Helper()
 	post := func(path string, body any) {
@@ -30,7 +32,10 @@ func desire(t *testing.T, guid string, instances int) {
 	}
 	post("/v1/desired_lrp/desire", map[string]any{"desired_lrp": map[string]any{
 		"process_guid": guid, "domain": "cf-apps", "instances": instances,
-		"rootfs": "preloaded:cflinuxfs4", "memory_mb": 16, "disk_mb": 16,
+		"rootfs": "preloaded:cflinuxfs4", "memory_mb": 16, "disk_mb": 16, "metrics_guid": guid,
+		"routes": map[string]any{"internal-router": []map[string]string{{"hostname": guid + ".apps.internal"}}},
+		"metric_tags": map[string]any{"source_id": map[string]string{"static": guid},
+			"instance_id": map[string]string{"dynamic": "INDEX"}, "instance_guid": map[string]string{"dynamic": "INSTANCE_GUID"}},
 		"action": map[string]any{"run": map[string]any{"path": "/bin/sleep", "args": []string{"3600"}}},
 	}})
 	t.Cleanup(func() { post("/v1/desired_lrp/remove", map[string]any{"process_guid": guid}) })
@@ -108,6 +113,13 @@ func TestActualLRPsThroughTheRealClient(t *testing.T) {
 		if a.Index != int32(i) || !a.RoutableExists() || !a.GetRoutable() || a.InstanceGuid == "" ||
 			a.AvailabilityZone == "" || a.AvailabilityZone != zones[a.CellId] || a.Domain != "cf-apps" {
 			t.Errorf("instance %d = %+v (cell zones %v)", i, a, zones)
+		}
+		// What a rep reports at start: the internal route's hostname, the tags resolved.
+		tags := map[string]string{"source_id": guid, "instance_id": fmt.Sprint(i), "instance_guid": a.InstanceGuid}
+		if len(a.ActualLrpInternalRoutes) != 1 || a.ActualLrpInternalRoutes[0].Hostname != guid+".apps.internal" ||
+			!reflect.DeepEqual(a.MetricTags, tags) {
+			t.Errorf("instance %d: internal routes %v, metric tags %v; want %s.apps.internal, %v",
+				i, a.ActualLrpInternalRoutes, a.MetricTags, guid, tags)
 		}
 	}
 

@@ -36,7 +36,11 @@ type devSystem struct {
 	dbURL string
 	// temporal is the Temporal frontend's host:port.
 	temporal string
-	proc     *process
+	// protocolTLSURL is the listener's mutual-TLS twin (https), whose certificates the dev
+	// mode made in certsDir: what cfdot is pointed at.
+	protocolTLSURL string
+	certsDir       string
+	proc           *process
 }
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -111,7 +115,7 @@ func buildBBS(bin string) error {
 // startDev starts `bbs dev` on free ports with its state in dataDir and waits until it says
 // it is up and its BBS-protocol listener answers a ping.
 func startDev(bin, temporal, dataDir string) (*devSystem, error) {
-	ports := make([]int, 7)
+	ports := make([]int, 8)
 	for i := range ports {
 		p, err := freePort()
 		if err != nil {
@@ -123,6 +127,7 @@ func startDev(bin, temporal, dataDir string) (*devSystem, error) {
 	args := []string{"dev", "--data-dir", dataDir,
 		"--listen", fmt.Sprintf("127.0.0.1:%d", apiPort),
 		"--bbs-listen", fmt.Sprintf("127.0.0.1:%d", bbsPort),
+		"--bbs-tls-listen", fmt.Sprintf("127.0.0.1:%d", ports[7]),
 		"--pg-port", fmt.Sprint(pgPort),
 		"--temporal-bin", temporal, "--temporal-port", fmt.Sprint(tPort), "--temporal-ui-port", fmt.Sprint(uiPort),
 		"--router-listen", fmt.Sprintf("127.0.0.1:%d", routerPort),
@@ -133,12 +138,14 @@ func startDev(bin, temporal, dataDir string) (*devSystem, error) {
 		return nil, err
 	}
 	s := &devSystem{
-		bbsBin:      bin,
-		protocolURL: fmt.Sprintf("http://127.0.0.1:%d", bbsPort),
-		apiURL:      fmt.Sprintf("http://127.0.0.1:%d", apiPort),
-		dbURL:       fmt.Sprintf("postgres://postgres@127.0.0.1:%d/bbs?sslmode=disable", pgPort),
-		temporal:    fmt.Sprintf("127.0.0.1:%d", tPort),
-		proc:        p,
+		bbsBin:         bin,
+		protocolURL:    fmt.Sprintf("http://127.0.0.1:%d", bbsPort),
+		protocolTLSURL: fmt.Sprintf("https://127.0.0.1:%d", ports[7]),
+		certsDir:       filepath.Join(dataDir, "certs"),
+		apiURL:         fmt.Sprintf("http://127.0.0.1:%d", apiPort),
+		dbURL:          fmt.Sprintf("postgres://postgres@127.0.0.1:%d/bbs?sslmode=disable", pgPort),
+		temporal:       fmt.Sprintf("127.0.0.1:%d", tPort),
+		proc:           p,
 	}
 	err = p.waitOutput("Ctrl-C stops everything", 3*time.Minute)
 	if err == nil {

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"code.cloudfoundry.org/bbs"
+	"code.cloudfoundry.org/bbs/models"
 	"code.cloudfoundry.org/tlsconfig"
 )
 
@@ -165,4 +167,47 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestCfdotOverTheDevTLSListener: the dev mode (`make run`) serves the protocol over mutual
+// TLS too, with certificates it made, because cfdot speaks only https with a client
+// certificate. The real client, configured as cfdot configures it (helpers.NewBBSClient:
+// IsTLS with the CA, certificate and key files), reads through it what cfdot's commands
+// read; without a certificate the listener refuses.
+func TestCfdotOverTheDevTLSListener(t *testing.T) {
+	ca, cert, key := filepath.Join(sys.certsDir, "ca.crt"), filepath.Join(sys.certsDir, "client.crt"), filepath.Join(sys.certsDir, "client.key")
+	c, err := bbs.NewClientWithConfig(bbs.ClientConfig{URL: sys.protocolTLSURL, IsTLS: true,
+		CAFile: ca, CertFile: cert, KeyFile: key, ClientSessionCacheSize: -1, MaxIdleConnsPerHost: -1,
+		Retries: 1, RequestTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("bbs.NewClientWithConfig: %v", err)
+	}
+	log := testLogger(t)
+	if !c.Ping(log, traceID(t)) {
+		t.Fatal("Ping = false, want true")
+	}
+	if err := c.UpsertDomain(log, traceID(t), "compat-cfdot", time.Hour); err != nil { // cfdot set-domain
+		t.Fatalf("UpsertDomain: %v", err)
+	}
+	if domains, err := c.Domains(log, traceID(t)); err != nil || !slices.Contains(domains, "compat-cfdot") { // cfdot domains
+		t.Errorf("Domains = %q, %v; want compat-cfdot in it", domains, err)
+	}
+	if cells, err := c.Cells(log, traceID(t)); err != nil || len(cells) == 0 { // cfdot cells
+		t.Errorf("Cells = %v, %v; want the dev cells", cells, err)
+	}
+	if _, err := c.ActualLRPs(log, traceID(t), models.ActualLRPFilter{}); err != nil { // cfdot actual-lrps
+		t.Errorf("ActualLRPs: %v", err)
+	}
+	if _, err := c.DesiredLRPSchedulingInfos(log, traceID(t), models.DesiredLRPFilter{}); err != nil { // cfdot desired-lrp-scheduling-infos
+		t.Errorf("DesiredLRPSchedulingInfos: %v", err)
+	}
+	if _, err := c.Tasks(log, traceID(t)); err != nil { // cfdot tasks
+		t.Errorf("Tasks: %v", err)
+	}
+
+	noCert := &tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12}
+	noCert.RootCAs.AppendCertsFromPEM(mustRead(t, ca))
+	if status, _, err := postProto(httpsClient(noCert), sys.protocolTLSURL+"/v1/ping", nil, nil); err == nil {
+		t.Fatalf("POST /v1/ping without a client certificate answered %d", status)
+	}
 }

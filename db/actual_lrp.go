@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
@@ -32,12 +33,17 @@ type actualRow struct {
 	Retiring         bool   `db:"retiring"`
 	AvailabilityZone string `db:"availability_zone"`
 	PreferredAddress string `db:"preferred_address"`
+	// InternalRoutes and MetricTags are the LRP's, taken at the instance's last start
+	// (migration 0009): the raw route value and tags, resolved for the instance in model.
+	InternalRoutes []byte `db:"internal_routes"`
+	MetricTags     []byte `db:"metric_tags"`
+	NotReady       bool   `db:"not_ready"`
 }
 
 const actualColumns = `process_guid, definition_id, instance_index, presence, domain, state,
     instance_guid, cell_id, address, ports, instance_address, placement_error, since,
     crash_count, crash_reason, modification_epoch, modification_index, retiring,
-    availability_zone, preferred_address`
+    availability_zone, preferred_address, internal_routes, metric_tags, not_ready`
 
 // cellZone is the SQL for the zone of an instance moving to the cell named by the SQL
 // expression newCell, in an UPDATE of actual_lrps (whose cell_id and availability_zone are
@@ -47,6 +53,36 @@ func cellZone(newCell string) string {
 	return `CASE WHEN ` + newCell + ` = '' THEN ''
     WHEN ` + newCell + ` = cell_id AND availability_zone <> '' THEN availability_zone
     ELSE coalesce((SELECT c.zone FROM cells c WHERE c.cell_id = ` + newCell + `), '') END`
+}
+
+// startReport is the SQL setting internal_routes and metric_tags in an UPDATE of actual_lrps
+// to newState (an SQL expression) by the cell of instance guid newGUID: taken from the LRP
+// when the instance starts (a state other than RUNNING, or another instance, becoming
+// RUNNING), as a Diego cell reports them then; kept otherwise.
+func startReport(newState, newGUID string) string {
+	starts := newState + ` = 'RUNNING' AND (state <> 'RUNNING' OR instance_guid <> ` + newGUID + `)`
+	return `internal_routes = CASE WHEN ` + starts + ` THEN ` + lrpInternalRoutes("actual_lrps.process_guid") + ` ELSE internal_routes END,
+    metric_tags = CASE WHEN ` + starts + ` THEN ` + lrpMetricTags("actual_lrps.process_guid", "actual_lrps.instance_index", newGUID) + ` ELSE metric_tags END`
+}
+
+// lrpInternalRoutes is the SQL for the "internal-router" route value of the LRP named by the
+// SQL expression guid, NULL when it has none. Routes are opaque to the store: the value is
+// kept as it is and read leniently (model.InternalRouteHostnames).
+func lrpInternalRoutes(guid string) string {
+	return `(SELECT l.routes->'` + model.InternalRouter + `' FROM desired_lrps l WHERE l.process_guid = ` + guid + `)`
+}
+
+// lrpMetricTags is the SQL for the metric tags an instance of the LRP named by guid, at index
+// with instance guid instanceGUID (SQL expressions), reports: a JSON object of strings, each
+// dynamic value (by name or by BBS's number, the two validation admits) filled in as BBS's
+// ConvertMetricTags does, NULL when the LRP has none. Resolved when written, so that a crash,
+// which clears the instance guid, leaves the tags as the cell reported them.
+func lrpMetricTags(guid, index, instanceGUID string) string {
+	return `(SELECT json_object_agg(t.key, CASE
+        WHEN t.value->>'dynamic' IN ('INDEX', '1') THEN (` + index + `)::text
+        WHEN t.value->>'dynamic' IN ('INSTANCE_GUID', '2') THEN ` + instanceGUID + `
+        ELSE coalesce(t.value->>'static', '') END)
+    FROM desired_lrps l, json_each(l.metric_tags) t WHERE l.process_guid = ` + guid + `)`
 }
 
 func (r *actualRow) model() (model.ActualLRP, error) {
@@ -66,12 +102,19 @@ func (r *actualRow) model() (model.ActualLRP, error) {
 		ModificationTag:  model.ModificationTag{Epoch: r.ModificationEpoch, Index: r.ModificationIndex},
 		AvailabilityZone: r.AvailabilityZone,
 		Retiring:         r.Retiring,
+		InternalRoutes:   model.InternalRouteHostnames(r.InternalRoutes),
+		NotReady:         r.NotReady,
 	}
 	ports, err := decodePorts(r.Ports)
 	if err != nil {
 		return a, fmt.Errorf("instance %s/%s/%d: %w", r.ProcessGUID, r.DefinitionID, r.Index, err)
 	}
 	a.Ports = ports
+	if len(r.MetricTags) > 0 {
+		if err := json.Unmarshal(r.MetricTags, &a.MetricTags); err != nil {
+			return a, fmt.Errorf("instance %s/%s/%d: metric tags: %w", r.ProcessGUID, r.DefinitionID, r.Index, err)
+		}
+	}
 	return a, nil
 }
 
@@ -195,11 +238,11 @@ ORDER BY process_guid, instance_index, definition_id, presence`,
 	defer rows.Close()
 	var r actualRow
 	for rows.Next() {
-		r.Ports = r.Ports[:0]
+		r.Ports, r.InternalRoutes, r.MetricTags = r.Ports[:0], r.InternalRoutes[:0], r.MetricTags[:0]
 		if err := rows.Scan(&r.ProcessGUID, &r.DefinitionID, &r.Index, &r.Presence, &r.Domain, &r.State,
 			&r.InstanceGUID, &r.CellID, &r.Address, &r.Ports, &r.InstanceAddress, &r.PlacementError, &r.Since,
 			&r.CrashCount, &r.CrashReason, &r.ModificationEpoch, &r.ModificationIndex, &r.Retiring,
-			&r.AvailabilityZone, &r.PreferredAddress); err != nil {
+			&r.AvailabilityZone, &r.PreferredAddress, &r.InternalRoutes, &r.MetricTags, &r.NotReady); err != nil {
 			return mapError(err)
 		}
 		a, err := r.model()

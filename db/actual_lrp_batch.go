@@ -20,6 +20,9 @@ type InstanceReport struct {
 	Key         model.ActualLRPKey
 	InstanceKey model.ActualLRPInstanceKey
 	NetInfo     model.ActualLRPNetInfo
+	// NotReady, in a start, says the instance's readiness checks do not pass (yet): it runs
+	// but must not be routed to (BBS's routable = false).
+	NotReady bool
 }
 
 // BatchResult is one instance's outcome in a batch: the instance as stored, or why its
@@ -69,7 +72,7 @@ func (s *Store) reportInstances(ctx context.Context, reports []InstanceReport, s
 	for _, i := range alone {
 		r := reports[i]
 		if start {
-			results[i].ActualLRP, results[i].Err = s.StartActualLRP(ctx, r.Key, r.InstanceKey, r.NetInfo, nil)
+			results[i].ActualLRP, results[i].Err = s.StartReported(ctx, r, nil)
 		} else {
 			results[i].ActualLRP, results[i].Err = s.ClaimActualLRP(ctx, r.Key, r.InstanceKey, nil)
 		}
@@ -116,7 +119,7 @@ func (s *Store) reportInTx(ctx context.Context, tx *sqlx.Tx, reports []InstanceR
 		var after model.ActualLRP
 		var write bool
 		if start {
-			after, write, err = s.started(before, r.InstanceKey, r.NetInfo)
+			after, write, err = s.started(before, r)
 		} else {
 			after, write, err = s.claimed(before, r.InstanceKey)
 		}
@@ -190,6 +193,7 @@ func writeInstances(ctx context.Context, tx *sqlx.Tx, lrps []model.ActualLRP) ([
 	guids, defs, states, igs, cells := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	addrs, ports, iaddrs, perrs, reasons := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	prefs := make([]string, n)
+	notReady := make(pq.BoolArray, n)
 	indices, since, crashes := make([]int64, n), make([]int64, n), make([]int64, n)
 	for i := range lrps {
 		a := &lrps[i]
@@ -200,22 +204,23 @@ func writeInstances(ctx context.Context, tx *sqlx.Tx, lrps []model.ActualLRP) ([
 		guids[i], defs[i], indices[i], states[i] = a.ProcessGUID, a.DefinitionID, int64(a.Index), string(a.State)
 		igs[i], cells[i], addrs[i], ports[i], iaddrs[i] = a.InstanceGUID, a.CellID, a.Address, string(p), a.InstanceAddress
 		perrs[i], since[i], crashes[i], reasons[i] = a.PlacementError, a.Since, int64(a.CrashCount), a.CrashReason
-		prefs[i] = a.PreferredAddress
+		prefs[i], notReady[i] = a.PreferredAddress, a.NotReady
 	}
 	var rows []actualRow
 	err := tx.SelectContext(ctx, &rows, `UPDATE actual_lrps SET
     state = u.u_state, instance_guid = u.u_ig, cell_id = u.u_cell, address = u.u_addr, ports = u.u_ports::jsonb,
     instance_address = u.u_iaddr, placement_error = u.u_perr, since = u.u_since, crash_count = u.u_crashes,
     crash_reason = u.u_reason, preferred_address = u.u_pref, availability_zone = `+cellZone("u.u_cell")+`,
-    modification_index = modification_index + 1
+    not_ready = (u.u_state = 'RUNNING' AND u.u_not_ready),
+    `+startReport("u.u_state", "u.u_ig")+`, modification_index = modification_index + 1
 FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-            $9::text[], $10::text[], $11::bigint[], $12::int[], $13::text[], $14::text[])
-    AS u(u_guid, u_def, u_index, u_state, u_ig, u_cell, u_addr, u_ports, u_iaddr, u_perr, u_since, u_crashes, u_reason, u_pref)
+            $9::text[], $10::text[], $11::bigint[], $12::int[], $13::text[], $14::text[], $15::bool[])
+    AS u(u_guid, u_def, u_index, u_state, u_ig, u_cell, u_addr, u_ports, u_iaddr, u_perr, u_since, u_crashes, u_reason, u_pref, u_not_ready)
 WHERE process_guid = u.u_guid AND definition_id = u.u_def AND instance_index = u.u_index AND presence = 'ORDINARY'
 RETURNING `+actualColumns,
 		pq.StringArray(guids), pq.StringArray(defs), pq.Int64Array(indices), pq.StringArray(states), pq.StringArray(igs),
 		pq.StringArray(cells), pq.StringArray(addrs), pq.StringArray(ports), pq.StringArray(iaddrs), pq.StringArray(perrs),
-		pq.Int64Array(since), pq.Int64Array(crashes), pq.StringArray(reasons), pq.StringArray(prefs))
+		pq.Int64Array(since), pq.Int64Array(crashes), pq.StringArray(reasons), pq.StringArray(prefs), notReady)
 	if err != nil {
 		return nil, err
 	}

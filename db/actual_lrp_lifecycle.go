@@ -50,11 +50,13 @@ func writeInstance(ctx context.Context, tx *sqlx.Tx, a *model.ActualLRP) (model.
 	err = tx.GetContext(ctx, &row, `UPDATE actual_lrps SET
     state = $5, instance_guid = $6, cell_id = $7, address = $8, ports = $9, instance_address = $10,
     placement_error = $11, since = $12, crash_count = $13, crash_reason = $14, preferred_address = $15,
-    availability_zone = `+cellZone("$7")+`, modification_index = modification_index + 1
+    not_ready = ($5 = 'RUNNING' AND $16),
+    availability_zone = `+cellZone("$7")+`, `+startReport("$5", "$6")+`,
+    modification_index = modification_index + 1
 WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND presence = $4
 RETURNING `+actualColumns,
 		a.ProcessGUID, a.DefinitionID, a.Index, a.Presence, a.State, a.InstanceGUID, a.CellID, a.Address,
-		ports, a.InstanceAddress, a.PlacementError, a.Since, a.CrashCount, a.CrashReason, a.PreferredAddress)
+		ports, a.InstanceAddress, a.PlacementError, a.Since, a.CrashCount, a.CrashReason, a.PreferredAddress, a.NotReady)
 	if err != nil {
 		return model.ActualLRP{}, err
 	}
@@ -99,15 +101,21 @@ func (s *Store) claimed(before model.ActualLRP, ik model.ActualLRPInstanceKey) (
 // when the store has none (a cell reports what really runs, seed 003). The first RUNNING
 // instance of the active definition makes it the LRP's healthy definition (seed 000).
 func (s *Store) StartActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo, tag *model.ModificationTag) (*model.ActualLRP, error) {
+	return s.StartReported(ctx, InstanceReport{Key: key, InstanceKey: ik, NetInfo: net}, tag)
+}
+
+// StartReported is StartActualLRP with all a cell reports of a running instance: its
+// readiness too (BBS's routable), which changes a RUNNING instance's record when it changes.
+func (s *Store) StartReported(ctx context.Context, r InstanceReport, tag *model.ModificationTag) (*model.ActualLRP, error) {
 	create := func(tx *sqlx.Tx) (model.ActualLRP, error) {
-		out, err := s.createRunning(ctx, tx, key, ik, net)
+		out, err := s.createRunning(ctx, tx, r)
 		if err != nil {
 			return out, err
 		}
 		return out, s.markHealthy(ctx, tx, out.ProcessGUID, out.DefinitionID)
 	}
-	return s.changeInstanceOr(ctx, key, model.PresenceOrdinary, tag, create, func(tx *sqlx.Tx, _ *actualRow, before model.ActualLRP) (model.ActualLRP, error) {
-		after, write, err := s.started(before, ik, net)
+	return s.changeInstanceOr(ctx, r.Key, model.PresenceOrdinary, tag, create, func(tx *sqlx.Tx, _ *actualRow, before model.ActualLRP) (model.ActualLRP, error) {
+		after, write, err := s.started(before, r)
 		if err != nil || !write {
 			return after, err
 		}
@@ -119,10 +127,12 @@ func (s *Store) StartActualLRP(ctx context.Context, key model.ActualLRPKey, ik m
 	})
 }
 
-// started is the start rule: the instance after the cell of ik reports before running with
-// net, and whether that is a change to write.
-func (s *Store) started(before model.ActualLRP, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo) (model.ActualLRP, bool, error) {
-	if before.State == model.StateRunning && before.ActualLRPInstanceKey == ik && sameNetInfo(before.ActualLRPNetInfo, net) {
+// started is the start rule: the instance after its cell reports before running as r says
+// (with r's instance key, net info and readiness), and whether that is a change to write.
+func (s *Store) started(before model.ActualLRP, r InstanceReport) (model.ActualLRP, bool, error) {
+	ik, net := r.InstanceKey, r.NetInfo
+	if before.State == model.StateRunning && before.ActualLRPInstanceKey == ik && sameNetInfo(before.ActualLRPNetInfo, net) &&
+		before.NotReady == r.NotReady {
 		return before, false, nil
 	}
 	// A cell running an instance the store thinks CRASHED is believed (seed 003): BBS's
@@ -132,7 +142,7 @@ func (s *Store) started(before model.ActualLRP, ik model.ActualLRPInstanceKey, n
 	}
 	after := before
 	after.State, after.ActualLRPInstanceKey, after.ActualLRPNetInfo = model.StateRunning, ik, net
-	after.PlacementError = ""
+	after.PlacementError, after.NotReady = "", r.NotReady
 	if before.State != model.StateRunning {
 		after.Since = s.nowNanos()
 	}
@@ -145,7 +155,8 @@ func sameNetInfo(a, b model.ActualLRPNetInfo) bool {
 	return string(x) == string(y)
 }
 
-func (s *Store) createRunning(ctx context.Context, tx *sqlx.Tx, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo) (model.ActualLRP, error) {
+func (s *Store) createRunning(ctx context.Context, tx *sqlx.Tx, r InstanceReport) (model.ActualLRP, error) {
+	key, ik, net := r.Key, r.InstanceKey, r.NetInfo
 	if key.DefinitionID == "" {
 		err := tx.GetContext(ctx, &key.DefinitionID, `SELECT active_definition_id FROM desired_lrps WHERE process_guid = $1`, key.ProcessGUID)
 		if err == sql.ErrNoRows {
@@ -164,11 +175,12 @@ func (s *Store) createRunning(ctx context.Context, tx *sqlx.Tx, key model.Actual
 	var row actualRow
 	err = tx.GetContext(ctx, &row, `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain,
     state, instance_guid, cell_id, address, ports, instance_address, preferred_address, since, modification_epoch,
-    availability_zone)
+    availability_zone, internal_routes, metric_tags, not_ready)
 VALUES ($1, $2, $3, $4, 'RUNNING', $5, $6, $7, $8, $9, $10, $11, gen_random_uuid()::text,
-    coalesce((SELECT c.zone FROM cells c WHERE c.cell_id = $6), ''))
+    coalesce((SELECT c.zone FROM cells c WHERE c.cell_id = $6), ''),
+    `+lrpInternalRoutes("$1")+`, `+lrpMetricTags("$1", "$3::int", "$5")+`, $12)
 RETURNING `+actualColumns, key.ProcessGUID, key.DefinitionID, key.Index, key.Domain, ik.InstanceGUID, ik.CellID,
-		net.Address, ports, net.InstanceAddress, net.PreferredAddress, s.nowNanos())
+		net.Address, ports, net.InstanceAddress, net.PreferredAddress, s.nowNanos(), r.NotReady)
 	if err != nil {
 		return model.ActualLRP{}, err
 	}

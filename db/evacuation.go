@@ -87,10 +87,10 @@ func upsertEvacuating(ctx context.Context, tx *sqlx.Tx, a *model.ActualLRP) (cre
 	err = tx.GetContext(ctx, &inserted, `
 INSERT INTO actual_lrps (process_guid, definition_id, instance_index, presence, domain, state,
     instance_guid, cell_id, address, ports, instance_address, preferred_address, since, crash_count,
-    modification_epoch, availability_zone)
+    modification_epoch, availability_zone, internal_routes, metric_tags, not_ready)
 SELECT process_guid, definition_id, instance_index, 'EVACUATING', domain, 'RUNNING',
     $5, $6, address, ports, instance_address, preferred_address, since, crash_count, gen_random_uuid()::text,
-    `+cellZone("$6")+`
+    `+cellZone("$6")+`, internal_routes, metric_tags, not_ready AND state = 'RUNNING'
 FROM actual_lrps WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND presence = $4
 ON CONFLICT (process_guid, definition_id, instance_index, presence) DO UPDATE SET modification_index = actual_lrps.modification_index
 RETURNING xmax = 0`, a.ProcessGUID, a.DefinitionID, a.Index, model.PresenceOrdinary, a.InstanceGUID, a.CellID)

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Generate a local CA plus server and client certificates for the mutual-TLS
-# listeners of the compose stack (bbs api and cells).
+# listeners of the compose stack and of `make cluster` (bbs api, lb, cells and the
+# Temporal frontend). `bbs cluster` runs this script (embedded in the binary,
+# package deploy) into its state directory, .cluster/certs.
 #
 # Usage: deploy/gen-certs.sh [OUT_DIR]     (default: deploy/certs next to this script)
 #        FORCE=1 deploy/gen-certs.sh       regenerate even if OUT_DIR/ca.crt exists
 #
 # Writes ca.crt ca.key server.crt server.key client.crt client.key, all
 # RSA 2048, valid for 825 days. The server certificate covers the names of the
-# compose services that listen (api-1, api-2, lb, cell-1, cell-2, cell-3) and
-# localhost and 127.0.0.1 (`make cluster`), and is also usable as a client
-# certificate (cells are servers and clients of the api).
+# compose services that listen (api-1, api-2, lb, cell-1, cell-2, cell-3,
+# temporal) and localhost and 127.0.0.1 (`make cluster`), and is also usable as
+# a client certificate (the Temporal server's services call one another with it).
 #
 # The leaf keys are written world-readable (LEAF_KEY_MODE, default 0644) so the
-# non-root user inside the containers can read the bind-mounted files; the CA
+# non-root user inside the containers can read the bind-mounted files (`bbs
+# cluster` sets 0600: its processes run as the user who starts it); the CA
 # key stays 0600 and is never mounted into a container. These are certificates
 # for a local/test stack: use a real PKI and secret store for anything else.
 set -euo pipefail
@@ -71,7 +74,7 @@ sign() {
 }
 
 sign server api "serverAuth,clientAuth" \
-  "DNS:api-1,DNS:api-2,DNS:lb,DNS:cell-1,DNS:cell-2,DNS:cell-3,DNS:localhost,IP:127.0.0.1"
+  "DNS:api-1,DNS:api-2,DNS:lb,DNS:cell-1,DNS:cell-2,DNS:cell-3,DNS:temporal,DNS:localhost,IP:127.0.0.1"
 sign client bbs-client "clientAuth"
 
 openssl verify -CAfile "$work/ca.crt" "$work/server.crt" "$work/client.crt" >/dev/null

@@ -28,7 +28,7 @@ func startDev(t *testing.T, extra ...string) *devStack {
 	apiPort, pgPort, temporalPort := freePort(t), freePort(t), freePort(t)
 	dataDir := t.TempDir()
 	args := append([]string{"dev", "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", apiPort),
-		"--bbs-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--bbs-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--bbs-tls-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		"--pg-port", fmt.Sprint(pgPort), "--temporal-bin", bin,
 		"--temporal-port", fmt.Sprint(temporalPort), "--temporal-ui-port", fmt.Sprint(freePort(t))}, extra...)
 	routerPort, sshPort := freePort(t), freePort(t)

@@ -75,15 +75,17 @@ func pidOf(t *testing.T, dataDir, name string) int {
 // cells; a rolling update runs to completion on the real Temporal server although one API
 // replica and one worker are killed (SIGKILL) in the middle of it — the front keeps answering,
 // the router keeps serving every request, no index goes unserved, and the supervisor restarts
-// both. Ctrl-C stops every process; a second run resumes with the data kept.
+// both. Every connection between the processes is mutual TLS, and every listener refuses a
+// client without the cluster's client certificate. Ctrl-C stops every process; a second run
+// resumes with the data (and the certificates) kept.
 func TestClusterKeepsServingThroughKills(t *testing.T) {
 	tbin := temporalServerBin(t)
 	const n = 4
 	dataDir := t.TempDir()
-	apiPort, uiPort, routerPort, tPort, pgPort := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
+	apiPort, protocolPort, uiPort, routerPort, tPort, pgPort := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
 	base := freePortBlock(t, 64)
 	args := []string{"cluster", "--data-dir", dataDir, "--temporal-server-bin", tbin,
-		"--listen", fmt.Sprintf("127.0.0.1:%d", apiPort), "--bbs-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--listen", fmt.Sprintf("127.0.0.1:%d", apiPort), "--bbs-listen", fmt.Sprintf("127.0.0.1:%d", protocolPort),
 		"--port-base", fmt.Sprint(base), "--pg-port", fmt.Sprint(pgPort),
 		"--temporal-port", fmt.Sprint(tPort), "--temporal-ui-port", fmt.Sprint(uiPort),
 		"--router-listen", fmt.Sprintf("127.0.0.1:%d", routerPort), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t))}
@@ -93,21 +95,27 @@ func TestClusterKeepsServingThroughKills(t *testing.T) {
 	p.waitOutput(t, "Ctrl-C stops everything", 3*time.Minute)
 	t.Logf("bbs cluster up in %s", time.Since(begun).Round(100*time.Millisecond))
 	out := p.out.String()
-	for _, want := range []string{"BBS cluster is up", "go.temporal.io/server 1.29.1", "api-1 http://", "api-2 http://",
+	for _, want := range []string{"BBS cluster is up", "go.temporal.io/server 1.29.1", "api-1 https://", "api-2 https://",
+		"Mutual TLS    on between all processes", "curl --cacert " + filepath.Join(dataDir, "certs", "ca.crt"),
 		"worker-1", "worker-2", "cell-1 in zone z1", "cell-2 in zone z2", "cell-3 in zone z1",
 		fmt.Sprintf("http://localhost:%d", uiPort)} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the banner does not say %q:\n%s", want, out)
 		}
 	}
-	c := client{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", apiPort), failover: true}
+	clients := newClusterClients(t, filepath.Join(dataDir, "certs"))
+	c := client{t: t, base: fmt.Sprintf("https://127.0.0.1:%d", apiPort), failover: true,
+		http: &http.Client{Transport: &http.Transport{TLSClientConfig: clients.good}}}
 	c.waitAvailable(p, 30*time.Second)
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", uiPort))
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("Temporal Web UI: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	waitForPoller(t, fmt.Sprintf("127.0.0.1:%d", tPort))
+	waitForPoller(t, fmt.Sprintf("127.0.0.1:%d", tPort), clients.good)
+	t.Run("every listener requires mutual TLS", func(t *testing.T) {
+		requireMutualTLS(t, clients, clusterListeners(c, apiPort, protocolPort, base, tPort, 2, 3))
+	})
 
 	d := &devStack{p: p, api: c, routerPort: routerPort, dataDir: dataDir}
 	c.mustPost("/v1/desired_lrp/desire", obj{"desired_lrp": demoLRP("web", n)}, nil)

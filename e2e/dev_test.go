@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -31,7 +32,7 @@ func TestDevModeRunsTheWholeSystem(t *testing.T) {
 	dataDir := t.TempDir()
 	apiPort, pgPort, tPort, uiPort, protocolPort, sshPort := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
 	args := []string{"dev", "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", apiPort),
-		"--bbs-listen", fmt.Sprintf("127.0.0.1:%d", protocolPort),
+		"--bbs-listen", fmt.Sprintf("127.0.0.1:%d", protocolPort), "--bbs-tls-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		"--pg-port", fmt.Sprint(pgPort), "--temporal-bin", bin,
 		"--temporal-port", fmt.Sprint(tPort), "--temporal-ui-port", fmt.Sprint(uiPort),
 		"--router-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
@@ -56,7 +57,7 @@ func TestDevModeRunsTheWholeSystem(t *testing.T) {
 		t.Fatalf("Temporal Web UI: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	waitForPoller(t, fmt.Sprintf("127.0.0.1:%d", tPort))
+	waitForPoller(t, fmt.Sprintf("127.0.0.1:%d", tPort), nil)
 
 	c.mustPost("/v1/desired_lrp/desire", obj{"desired_lrp": desiredLRP("kept", 2)}, nil)
 	p.stop(t, os.Interrupt, time.Minute)
@@ -85,12 +86,14 @@ func TestDevModeRunsTheWholeSystem(t *testing.T) {
 	p.stop(t, os.Interrupt, time.Minute)
 }
 
-// waitForPoller checks that the worker polls the bbs task queue of the dev server.
-func waitForPoller(t *testing.T, address string) {
+// waitForPoller checks that the worker polls the bbs task queue of the Temporal frontend at
+// address, reached with tlsConfig when it is set.
+func waitForPoller(t *testing.T, address string, tlsConfig *tls.Config) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tc, err := temporalclient.DialContext(ctx, temporalclient.Options{HostPort: address})
+	tc, err := temporalclient.DialContext(ctx, temporalclient.Options{HostPort: address,
+		ConnectionOptions: temporalclient.ConnectionOptions{TLS: tlsConfig}})
 	if err != nil {
 		t.Fatalf("dial Temporal: %v", err)
 	}

@@ -153,6 +153,8 @@ var usedPorts sync.Map
 type client struct {
 	t    *testing.T
 	base string
+	// http makes the calls (nil: http.DefaultClient); the cluster's presents a certificate.
+	http *http.Client
 	// failover retries a request that got no answer (a replica killed under it, behind the
 	// cluster's front), as a client of a load-balanced BBS does, up to five times.
 	failover bool
@@ -168,11 +170,11 @@ func (c client) post(path string, body any, out any) int {
 			c.t.Fatal(err)
 		}
 	}
-	resp, err := http.Post(c.base+path, "application/json", bytes.NewReader(b))
+	resp, err := c.httpClient().Post(c.base+path, "application/json", bytes.NewReader(b))
 	for try := 1; err != nil && c.failover && try <= 5; try++ {
 		c.t.Logf("POST %s: %v; again", path, err)
 		time.Sleep(200 * time.Millisecond)
-		resp, err = http.Post(c.base+path, "application/json", bytes.NewReader(b))
+		resp, err = c.httpClient().Post(c.base+path, "application/json", bytes.NewReader(b))
 	}
 	if err != nil {
 		c.t.Fatalf("POST %s: %v", path, err)
@@ -185,6 +187,13 @@ func (c client) post(path string, body any, out any) int {
 		}
 	}
 	return resp.StatusCode
+}
+
+func (c client) httpClient() *http.Client {
+	if c.http != nil {
+		return c.http
+	}
+	return http.DefaultClient
 }
 
 // mustPost is post that requires a 200.
@@ -208,7 +217,7 @@ func (c client) waitAvailable(p *process, within time.Duration) {
 	defer cancel()
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/ping", strings.NewReader(""))
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := c.httpClient().Do(req); err == nil {
 			var ping struct{ Available bool }
 			json.NewDecoder(resp.Body).Decode(&ping)
 			resp.Body.Close()

@@ -88,7 +88,7 @@ func TestDevModeRestartsDeadChildren(t *testing.T) {
 		}
 		return err == nil
 	})
-	waitForPoller(t, frontend)
+	waitForPoller(t, frontend, nil)
 	if out := d.p.out.String(); !strings.Contains(out, "Temporal dev server exited") || !strings.Contains(out, "restarting") {
 		t.Errorf("the log does not say that the Temporal dev server died and is restarted:\n%s", out)
 	}

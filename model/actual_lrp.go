@@ -79,13 +79,22 @@ type ActualLRP struct {
 	// rollout replacing it, a scale-down, a retire): routers deregister it at once, and the
 	// cell stops it only after a drain time, so that no request reaches a stopping instance.
 	Retiring bool `json:"retiring,omitempty"`
+	// InternalRoutes and MetricTags are what a Diego cell reports when it starts the
+	// instance: the hostnames of the LRP's "internal-router" route and its metric tags with
+	// INDEX and INSTANCE_GUID filled in, taken when the instance last became RUNNING.
+	InternalRoutes []string          `json:"internal_routes,omitempty"`
+	MetricTags     map[string]string `json:"metric_tags,omitempty"`
+	// NotReady is set while a RUNNING instance's readiness checks do not pass, as its cell
+	// reports (BBS's routable = false); cleared when they pass and whenever the instance
+	// leaves RUNNING.
+	NotReady bool `json:"not_ready,omitempty"`
 }
 
-// Routable reports whether routers may send the instance traffic: it is RUNNING and not being
-// retired (a retiring instance is deregistered before its cell stops it). Readiness checks,
-// once definitions carry them, will have a say too.
+// Routable reports whether routers may send the instance traffic: it is RUNNING, its
+// readiness checks (if its definition has any) pass, and it is not being retired (a retiring
+// instance is deregistered before its cell stops it).
 func (a *ActualLRP) Routable() bool {
-	return a.State == StateRunning && !a.Retiring
+	return a.State == StateRunning && !a.NotReady && !a.Retiring
 }
 
 // AllowsTransitionTo reports whether BBS's state machine lets the instance move to state

@@ -47,8 +47,13 @@ type EnvironmentVariable struct {
 
 // CheckDefinition lists declarative health checks, an alternative to a monitor action.
 type CheckDefinition struct {
-	Checks    []Check `json:"checks"`
-	LogSource string  `json:"log_source,omitempty"`
+	Checks []Check `json:"checks"`
+	// ReadinessChecks, when there are any, decide whether a RUNNING instance is routable:
+	// its cell runs them for as long as it runs, and routers send it traffic only while they
+	// pass (Diego's readiness checks). A rollout moves on from an index only once the new
+	// instance is ready.
+	ReadinessChecks []Check `json:"readiness_checks,omitempty"`
+	LogSource       string  `json:"log_source,omitempty"`
 }
 
 // Check is one health check: exactly one of TCP or HTTP.
@@ -189,8 +194,15 @@ func validateContainerFields(placementTags []string, egressRules, cachedDependen
 }
 
 func (c *CheckDefinition) validate() error {
-	for i, ch := range c.Checks {
-		field := "check_definition.checks[" + itoa(i) + "]"
+	if err := validateChecks("check_definition.checks", c.Checks); err != nil {
+		return err
+	}
+	return validateChecks("check_definition.readiness_checks", c.ReadinessChecks)
+}
+
+func validateChecks(name string, checks []Check) error {
+	for i, ch := range checks {
+		field := name + "[" + itoa(i) + "]"
 		switch {
 		case (ch.TCPCheck == nil) == (ch.HTTPCheck == nil):
 			return invalid("%s must have exactly one of tcp_check or http_check", field)

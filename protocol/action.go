@@ -159,42 +159,56 @@ func envFromModel(env []model.EnvironmentVariable) []*pb.EnvironmentVariable {
 	return out
 }
 
-// checksToModel keeps the liveness checks, which our cells run; readiness checks and
+// checksToModel keeps the liveness and readiness checks, which our cells run; the check
 // intervals stay in the definition's protobuf.
 func checksToModel(c *pb.CheckDefinition) *model.CheckDefinition {
 	if c == nil {
 		return nil
 	}
-	m := &model.CheckDefinition{LogSource: c.GetLogSource()}
-	for _, ch := range c.GetChecks() {
-		var mc model.Check
-		if t := ch.GetTcpCheck(); t != nil {
-			mc.TCPCheck = &model.TCPCheck{Port: t.GetPort(), ConnectTimeoutMs: toInt64(t.GetConnectTimeoutMs())}
-		}
-		if h := ch.GetHttpCheck(); h != nil {
-			mc.HTTPCheck = &model.HTTPCheck{Port: h.GetPort(), Path: h.GetPath(), RequestTimeoutMs: toInt64(h.GetRequestTimeoutMs())}
-		}
-		m.Checks = append(m.Checks, mc)
+	return &model.CheckDefinition{LogSource: c.GetLogSource(),
+		Checks: convertAll(c.GetChecks(), checkToModel), ReadinessChecks: convertAll(c.GetReadinessChecks(), checkToModel)}
+}
+
+func checkToModel(ch *pb.Check) model.Check {
+	var mc model.Check
+	if t := ch.GetTcpCheck(); t != nil {
+		mc.TCPCheck = &model.TCPCheck{Port: t.GetPort(), ConnectTimeoutMs: toInt64(t.GetConnectTimeoutMs())}
 	}
-	return m
+	if h := ch.GetHttpCheck(); h != nil {
+		mc.HTTPCheck = &model.HTTPCheck{Port: h.GetPort(), Path: h.GetPath(), RequestTimeoutMs: toInt64(h.GetRequestTimeoutMs())}
+	}
+	return mc
 }
 
 func checksFromModel(m *model.CheckDefinition) *pb.CheckDefinition {
 	if m == nil {
 		return nil
 	}
-	c := &pb.CheckDefinition{LogSource: m.LogSource}
-	for _, mc := range m.Checks {
-		ch := &pb.Check{}
-		if t := mc.TCPCheck; t != nil {
-			ch.TcpCheck = &pb.TCPCheck{Port: t.Port, ConnectTimeoutMs: toUint64(t.ConnectTimeoutMs)}
-		}
-		if h := mc.HTTPCheck; h != nil {
-			ch.HttpCheck = &pb.HTTPCheck{Port: h.Port, Path: h.Path, RequestTimeoutMs: toUint64(h.RequestTimeoutMs)}
-		}
-		c.Checks = append(c.Checks, ch)
+	return &pb.CheckDefinition{LogSource: m.LogSource,
+		Checks: convertAll(m.Checks, checkFromModel), ReadinessChecks: convertAll(m.ReadinessChecks, checkFromModel)}
+}
+
+func checkFromModel(mc model.Check) *pb.Check {
+	ch := &pb.Check{}
+	if t := mc.TCPCheck; t != nil {
+		ch.TcpCheck = &pb.TCPCheck{Port: t.Port, ConnectTimeoutMs: toUint64(t.ConnectTimeoutMs)}
 	}
-	return c
+	if h := mc.HTTPCheck; h != nil {
+		ch.HttpCheck = &pb.HTTPCheck{Port: h.Port, Path: h.Path, RequestTimeoutMs: toUint64(h.RequestTimeoutMs)}
+	}
+	return ch
+}
+
+// convertAll converts each element of in; none stays nil.
+func convertAll[T, U any](in []T, convert func(T) U) []U {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]U, len(in))
+	for i, v := range in {
+		out[i] = convert(v)
+	}
+	return out
 }
 
 func toInt64(u uint64) int64 {

@@ -29,15 +29,28 @@ func actualLRP(a *model.ActualLRP) *pb.ActualLRP {
 		Since:                a.Since,
 		ModificationTag:      modificationTag(a.ModificationTag),
 		Presence:             presence(a.Presence),
-		// Internal routes and metric tags are the cell's report of a running instance (BBS's
-		// rep sends them with start.r1); our cells send neither yet, so there is nothing to
-		// carry. They belong here, beside the net info, once the store keeps them.
-		Routable:         &routable,
-		AvailabilityZone: a.AvailabilityZone,
+		// What a Diego cell reports at start (model.ActualLRP.InternalRoutes).
+		ActualLrpInternalRoutes: internalRoutes(a.InternalRoutes),
+		MetricTags:              a.MetricTags,
+		Routable:                &routable,
+		AvailabilityZone:        a.AvailabilityZone,
 	}
 }
 
-// actualLRPInfo is a without its keys, for the before and after of a changed event.
+// internalRoutes is the instance's internal route hostnames as BBS's messages.
+func internalRoutes(hostnames []string) []*pb.ActualLRPInternalRoute {
+	if len(hostnames) == 0 {
+		return nil
+	}
+	out := make([]*pb.ActualLRPInternalRoute, len(hostnames))
+	for i, h := range hostnames {
+		out[i] = &pb.ActualLRPInternalRoute{Hostname: h}
+	}
+	return out
+}
+
+// actualLRPInfo is a without its keys, for the before and after of a changed event (which
+// in BBS carries neither internal routes nor metric tags).
 func actualLRPInfo(a *model.ActualLRP) *pb.ActualLRPInfo {
 	routable := a.Routable()
 	return &pb.ActualLRPInfo{

@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"sort"
+
 	"github.com/updatable-lrps/bbs/model"
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -28,6 +30,13 @@ func appendActualLRP(b []byte, n protowire.Number, a *model.ActualLRP) []byte {
 		sizeInt(4, int64(a.CrashCount)) + sizeString(5, a.CrashReason) + sizeString(6, a.State) +
 		sizeString(7, a.PlacementError) + sizeInt(8, a.Since) + sizeMessage(9, tagSize) +
 		sizeInt(10, int64(presence(a.Presence))) + protowire.SizeTag(13) + 1 + sizeString(14, a.AvailabilityZone)
+	for _, h := range a.InternalRoutes {
+		size += sizeMessage(11, sizeString(1, h))
+	}
+	tags := sortedKeys(a.MetricTags)
+	for _, k := range tags {
+		size += sizeMessage(12, tagEntrySize(k, a.MetricTags[k]))
+	}
 
 	b = appendLen(b, n, size)
 	b = appendLen(b, 1, keySize)
@@ -59,9 +68,39 @@ func appendActualLRP(b []byte, n protowire.Number, a *model.ActualLRP) []byte {
 	b = appendString(b, 1, a.ModificationTag.Epoch)
 	b = appendInt(b, 2, int64(a.ModificationTag.Index))
 	b = appendInt(b, 10, int64(presence(a.Presence)))
+	for _, h := range a.InternalRoutes {
+		b = appendLen(b, 11, sizeString(1, h))
+		b = appendString(b, 1, h)
+	}
+	for _, k := range tags {
+		v := a.MetricTags[k]
+		b = appendLen(b, 12, tagEntrySize(k, v))
+		b = protowire.AppendString(protowire.AppendTag(b, 1, protowire.BytesType), k)
+		b = protowire.AppendString(protowire.AppendTag(b, 2, protowire.BytesType), v)
+	}
 	b = protowire.AppendTag(b, 13, protowire.VarintType)
 	b = protowire.AppendVarint(b, protowire.EncodeBool(a.Routable()))
 	return appendString(b, 14, a.AvailabilityZone)
+}
+
+// tagEntrySize is the size of a metric_tags map entry: key 1, value 2, written as
+// proto.Marshal writes a map entry (both always, even when empty).
+func tagEntrySize(k, v string) int {
+	return protowire.SizeTag(1) + protowire.SizeBytes(len(k)) + protowire.SizeTag(2) + protowire.SizeBytes(len(v))
+}
+
+// sortedKeys are m's keys in order: the encoding is deterministic, as proto.Marshal's is
+// with Deterministic set.
+func sortedKeys(m map[string]string) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func portSize(p *model.PortMapping) int {

@@ -26,6 +26,8 @@ func TestAppendActualLRPIsProtoMarshal(t *testing.T) {
 			Ports: []model.PortMapping{{ContainerPort: 8080, HostPort: 61001, ContainerTLSProxyPort: 61443, HostTLSProxyPort: 61002}}},
 		State: model.StateRunning, PlacementError: "x", Since: -1, CrashCount: -2147483648, CrashReason: "boom",
 		Presence: model.PresenceSuspect, ModificationTag: model.ModificationTag{Epoch: "e", Index: 1<<32 - 1}, AvailabilityZone: "z1",
+		InternalRoutes: []string{"app.apps.internal", ""},
+		MetricTags:     map[string]string{"source_id": "app-guid", "instance_id": "0", "empty": "", "": "v"},
 	}
 	cases := []model.ActualLRP{{}, full}
 	for range 1000 {
@@ -42,6 +44,15 @@ func TestAppendActualLRPIsProtoMarshal(t *testing.T) {
 		}
 		if rng.IntN(3) == 0 {
 			a.Index = int32(rng.IntN(3))
+		}
+		for range rng.IntN(3) {
+			a.InternalRoutes = append(a.InternalRoutes, str())
+		}
+		for range rng.IntN(4) {
+			if a.MetricTags == nil {
+				a.MetricTags = map[string]string{}
+			}
+			a.MetricTags[str()] = str()
 		}
 		for range rng.IntN(3) {
 			a.Ports = append(a.Ports, model.PortMapping{ContainerPort: num(), HostPort: num(), ContainerTLSProxyPort: num(), HostTLSProxyPort: num()})

@@ -182,7 +182,8 @@ func TestProtocolDesireReadsThroughTheJSONAPI(t *testing.T) {
 		"cache_key": "droplets-x", "user": "vcap", "checksum_algorithm": "sha256", "checksum_value": "0123abcd"}}}}})
 	check("check_definition", obj{"log_source": "HEALTH/PROC/WEB", "checks": []obj{
 		{"http_check": obj{"port": 8080, "path": "/healthz", "request_timeout_ms": 1000}},
-		{"tcp_check": obj{"port": 2222, "connect_timeout_ms": 500}}}})
+		{"tcp_check": obj{"port": 2222, "connect_timeout_ms": 500}}},
+		"readiness_checks": []obj{{"http_check": obj{"port": 8080, "path": "/ready"}}}})
 	check("egress_rules", []obj{
 		{"protocol": "tcp", "destinations": []string{"10.0.0.0-10.255.255.255"}, "ports": []int{80, 443}, "log": true, "annotations": []string{"security_group_guid:x"}},
 		{"protocol": "udp", "destinations": []string{"10.0.0.2/32"}, "port_range": obj{"start": 53, "end": 53}},

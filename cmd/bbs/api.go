@@ -50,7 +50,11 @@ func runAPICommand(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	temporal, err := system.LazyTemporal(tf.config(), log)
+	tcfg, err := tf.config()
+	if err != nil {
+		return err
+	}
+	temporal, err := system.LazyTemporal(tcfg, log)
 	if err != nil {
 		return err
 	}

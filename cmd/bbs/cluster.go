@@ -24,11 +24,14 @@ import (
 // (tools/temporal-server) with its schema applied by its own SQL tool and its Web UI, two
 // `bbs api` replicas behind `bbs lb`, two `bbs worker` processes, cells and the router —
 // every one a process of its own, configured through the environment variables its
-// subcommand reads, supervised (restarted with back-off when it dies). Ctrl-C stops all of it
-// in reverse order; the next run resumes with the data kept.
+// subcommand reads, supervised (restarted with back-off when it dies). Every connection
+// between them is mutual TLS, with the certificates deploy/gen-certs.sh makes (clusterCerts),
+// as the production shape requires of listeners beyond loopback. Ctrl-C stops all of it in
+// reverse order; the next run resumes with the data (and the certificates) kept.
 func runClusterCommand(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
 	dataDir := fs.String("data-dir", ".cluster", "where PostgreSQL keeps its data and every process its log")
+	certsDir := fs.String("certs-dir", "", "the mutual-TLS certificates (ca.crt, server.crt/.key, client.crt/.key), made by deploy/gen-certs.sh unless ca.crt exists (default <data-dir>/certs)")
 	listen := fs.String("listen", "127.0.0.1:8889", "the front of the JSON API (bbs lb)")
 	protocolListen := fs.String("bbs-listen", "127.0.0.1:8890", "the front of the BBS protocol (bbs lb)")
 	portBase := fs.Int("port-base", 17000, "internal ports: API replica N serves on base+10(N-1)+1 (JSON) and +2 (BBS protocol); the Temporal server's internal services on base+50 to base+63")
@@ -45,7 +48,7 @@ func runClusterCommand(ctx context.Context, args []string) error {
 	cellExecutor := fs.String("cell-executor", "process", "process (real local processes) or sim")
 	routerAddr := fs.String("router-listen", "127.0.0.1:8080", "the router's address (apps by Host header)")
 	routerAdmin := fs.String("router-admin-listen", "127.0.0.1:8081", "the router's stats")
-	metricsBase := fs.Int("metrics-port-base", 9890, "metrics listeners (GET /metrics, deploy/prometheus-cluster.yml): bbs lb on base, worker N on base+N, cell N on base+10+N; the API replicas and the router serve /metrics on their own listeners")
+	metricsBase := fs.Int("metrics-port-base", 9890, "metrics listeners (GET /metrics, plain HTTP; deploy/prometheus-cluster.yml): bbs lb on base, worker N on base+N, cell N on base+10+N, API replica N on base+20+N; the router serves /metrics on its stats address")
 	convergeEvery := fs.Duration("convergence-interval", 0, "how often convergence runs (0: the worker's default) [BBS_CONVERGENCE_INTERVAL for the workers]")
 	logLevel := logLevelFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -78,6 +81,22 @@ func runClusterCommand(ctx context.Context, args []string) error {
 		return fmt.Errorf("%s version: %w", tbin, err)
 	}
 	rel := func(name string) string { return filepath.Join(*dataDir, name) }
+	if *certsDir == "" {
+		*certsDir = rel("certs")
+	}
+	certsAbs, err := filepath.Abs(*certsDir)
+	if err != nil {
+		return err
+	}
+	certs, made, err := makeClusterCerts(ctx, certsAbs)
+	if err != nil {
+		return err
+	}
+	log.Info(made)
+	temporalTLS, err := certs.temporalTLS()
+	if err != nil {
+		return err
+	}
 	c := &cluster{log: log, dir: dir}
 	defer c.stopAll()
 
@@ -105,7 +124,7 @@ func runClusterCommand(ctx context.Context, args []string) error {
 	}
 	tPorts := newTemporalPorts(*temporalPort, *portBase)
 	tDir := filepath.Join(dir, "temporal")
-	if err := writeTemporalConfig(tDir, *pgPort, tPorts, *shards); err != nil {
+	if err := writeTemporalConfig(tDir, *pgPort, tPorts, *shards, certs.temporalServerTLS()); err != nil {
 		return err
 	}
 	log.Info("starting the Temporal server", zap.String("version", strings.TrimSpace(string(version))))
@@ -116,7 +135,7 @@ func runClusterCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	temporalAddr := fmt.Sprintf("127.0.0.1:%d", *temporalPort)
-	tcfg := system.TemporalConfig{Address: temporalAddr, Namespace: "default"}
+	tcfg := system.TemporalConfig{Address: temporalAddr, Namespace: "default", TLS: temporalTLS}
 	log.Info("setting up the Temporal namespace")
 	if err := setUpNamespace(ctx, tcfg, 72*time.Hour, log); err != nil {
 		return err
@@ -125,7 +144,7 @@ func runClusterCommand(ctx context.Context, args []string) error {
 	if *uiPort != 0 {
 		uiAddr := fmt.Sprintf("127.0.0.1:%d", *uiPort)
 		if err := c.process(ctx, "Temporal UI", supervise.Command{Path: tbin,
-			Args:    []string{"ui", "--listen", uiAddr, "--frontend", temporalAddr, "--namespace", tcfg.Namespace},
+			Args:    append([]string{"ui", "--listen", uiAddr, "--frontend", temporalAddr, "--namespace", tcfg.Namespace}, certs.temporalUIArgs()...),
 			LogFile: filepath.Join(dir, "temporal-ui.log"), ReadyAddr: uiAddr}); err != nil {
 			return err
 		}
@@ -142,30 +161,36 @@ func runClusterCommand(ctx context.Context, args []string) error {
 		return err
 	}
 
-	common := map[string]string{"BBS_LOG_LEVEL": *logLevel}
-	withTemporal := map[string]string{"DATABASE_URL": dbURL, "TEMPORAL_ADDRESS": temporalAddr, "TEMPORAL_NAMESPACE": tcfg.Namespace}
+	// Every bbs process calls its peers with the client certificate; those that listen
+	// require one.
+	common := merge(map[string]string{"BBS_LOG_LEVEL": *logLevel}, certs.peerEnv())
+	listening := merge(common, certs.serverEnv())
+	withTemporal := merge(map[string]string{"DATABASE_URL": dbURL, "TEMPORAL_ADDRESS": temporalAddr, "TEMPORAL_NAMESPACE": tcfg.Namespace},
+		certs.temporalEnv())
+	// Metrics on listeners of their own, plain HTTP (docs/METRICS.md): the replicas' and the
+	// cells' listeners require a client certificate.
+	metricsAt := func(port int) map[string]string {
+		return map[string]string{"BBS_METRICS_LISTEN_ADDR": fmt.Sprintf("127.0.0.1:%d", port)}
+	}
 	var apiBackends, protocolBackends, apiLines []string
 	for i := 1; i <= *apis; i++ {
 		name := fmt.Sprintf("api-%d", i)
 		addr := fmt.Sprintf("127.0.0.1:%d", *portBase+10*(i-1)+1)
 		paddr := fmt.Sprintf("127.0.0.1:%d", *portBase+10*(i-1)+2)
-		if err := c.bbs(ctx, name, self, []string{"api"}, merge(common, withTemporal, map[string]string{
+		if err := c.bbs(ctx, name, self, []string{"api"}, merge(listening, withTemporal, metricsAt(*metricsBase+20+i), map[string]string{
 			"BBS_LISTEN_ADDR": addr, "BBS_PROTOCOL_LISTEN_ADDR": paddr}), addr, syscall.SIGTERM); err != nil {
 			return err
 		}
 		apiBackends, protocolBackends = append(apiBackends, addr), append(protocolBackends, paddr)
-		apiLines = append(apiLines, fmt.Sprintf("%s http://%s (BBS protocol http://%s, log %s)", name, addr, paddr, rel(name+".log")))
+		apiLines = append(apiLines, fmt.Sprintf("%s https://%s (BBS protocol https://%s, log %s)", name, addr, paddr, rel(name+".log")))
 	}
-	metricsAt := func(port int) map[string]string {
-		return map[string]string{"BBS_METRICS_LISTEN_ADDR": fmt.Sprintf("127.0.0.1:%d", port)}
-	}
-	if err := c.bbs(ctx, "lb", self, []string{"lb"}, merge(common, metricsAt(*metricsBase), map[string]string{
+	if err := c.bbs(ctx, "lb", self, []string{"lb"}, merge(listening, metricsAt(*metricsBase), map[string]string{
 		"BBS_LB_LISTEN_ADDR": *listen, "BBS_LB_BACKENDS": strings.Join(apiBackends, ","),
 		"BBS_LB_PROTOCOL_LISTEN_ADDR": *protocolListen, "BBS_LB_PROTOCOL_BACKENDS": strings.Join(protocolBackends, ","),
 	}), *listen, syscall.SIGTERM); err != nil {
 		return err
 	}
-	frontURL := "http://" + *listen
+	frontURL := "https://" + *listen
 	workerEnv := merge(common, withTemporal)
 	if *convergeEvery > 0 {
 		workerEnv["BBS_CONVERGENCE_INTERVAL"] = convergeEvery.String()
@@ -193,7 +218,7 @@ func runClusterCommand(ctx context.Context, args []string) error {
 		first := *instancePorts + (i-1)*1000
 		// SIGINT stops a cell at once (its instances stop, its presence is withdrawn), as
 		// Ctrl-C would; SIGTERM would drain it first.
-		if err := c.bbs(ctx, id, self, []string{"cell"}, merge(common, metricsAt(*metricsBase+10+i), map[string]string{
+		if err := c.bbs(ctx, id, self, []string{"cell"}, merge(listening, metricsAt(*metricsBase+10+i), map[string]string{
 			"BBS_CELL_ID": id, "BBS_CELL_ZONE": zone, "BBS_API_URL": frontURL, "BBS_CELL_EXECUTOR": *cellExecutor,
 			"BBS_CELL_WORK_DIR": work, "BBS_CELL_PORT_RANGE": fmt.Sprintf("%d-%d", first, first+999),
 		}), "", syscall.SIGINT); err != nil {
@@ -208,8 +233,11 @@ func runClusterCommand(ctx context.Context, args []string) error {
 
 	fmt.Printf(`
 BBS cluster is up (the production topology on one machine):
-  API           %s  (bbs lb: round robin over the replicas, failover)   try: curl -s -XPOST %s/v1/ping
-  BBS protocol  http://%s  (bbs lb, to each replica's protocol listener)
+  API           %s  (bbs lb: round robin over the replicas, failover)
+  BBS protocol  https://%s  (bbs lb, to each replica's protocol listener)
+  Mutual TLS    on between all processes: every listener (front, replicas, cells, Temporal) requires a
+                certificate from the cluster's CA; certificates by deploy/gen-certs.sh in %s. Try:
+                %s
   API replicas  %s
   Workers       %s
                 task queue %q; placement leads in one worker at a time (advisory lock), one convergence schedule
@@ -219,12 +247,13 @@ BBS cluster is up (the production topology on one machine):
   Router        http://%s (apps by Host header; stats: http://%s/stats; log %s)
   Cells         %s
   PostgreSQL    %s  (data in %s, log %s)
-  Metrics       GET /metrics on each API replica and the router's stats address; lb on 127.0.0.1:%d, worker N on +N,
-                cell N on +10+N (Prometheus: deploy/prometheus-cluster.yml, Grafana: deploy/grafana-dashboard.json)
+  Metrics       GET /metrics over plain HTTP: lb on 127.0.0.1:%d, worker N on +N, cell N on +10+N, API replica N on
+                +20+N, the router on its stats address (Prometheus: deploy/prometheus-cluster.yml, Grafana:
+                deploy/grafana-dashboard.json)
   Processes     each is restarted if it dies (the log says so); pids in %s/<name>.pid
 Ctrl-C stops everything; the next 'make cluster' resumes with the data kept.
 
-`, frontURL, frontURL, *protocolListen, strings.Join(apiLines, "\n                "), strings.Join(workerNames, ", "),
+`, frontURL, *protocolListen, *certsDir, howToCall(*certsDir, frontURL, temporalAddr), strings.Join(apiLines, "\n                "), strings.Join(workerNames, ", "),
 		worker.TaskQueue, temporalAddr, strings.TrimSpace(string(version)), *shards, tcfg.Namespace, rel("temporal/cluster.yaml"),
 		rel("temporal.log"), uiLine, *routerAddr, *routerAdmin, rel("router.log"),
 		strings.Join(cellLines, "\n                "), redact(dbURL), rel("postgres"), rel("postgres.log"), *metricsBase, rel("run"))

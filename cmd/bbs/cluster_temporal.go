@@ -95,9 +95,10 @@ func runTool(ctx context.Context, bin, logFile string, args ...string) error {
 	return nil
 }
 
-// writeTemporalConfig writes the server's configuration (<dir>/cluster.yaml) and its dynamic
-// config (<dir>/dynamicconfig.yaml, temporaldev.DynamicConfig, as every server we start has).
-func writeTemporalConfig(dir string, pgPort int, p temporalPorts, shards int) error {
+// writeTemporalConfig writes the server's configuration (<dir>/cluster.yaml), with tls as its
+// global.tls section, and its dynamic config (<dir>/dynamicconfig.yaml,
+// temporaldev.DynamicConfig, as every server we start has).
+func writeTemporalConfig(dir string, pgPort int, p temporalPorts, shards int, tls string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -131,7 +132,8 @@ func writeTemporalConfig(dir string, pgPort int, p temporalPorts, shards int) er
 		return s
 	}
 	cfg := fmt.Sprintf(`# Written by `+"`bbs cluster`"+` on every start: the real Temporal server on the cluster's
-# PostgreSQL, all four services in one process, listening on 127.0.0.1 only.
+# PostgreSQL, all four services in one process, listening on 127.0.0.1 only, mutual TLS
+# on every gRPC and HTTP port.
 log:
   stdout: true
   level: warn
@@ -146,7 +148,7 @@ persistence:
   membership:
     maxJoinDuration: 30s
     broadcastAddress: 127.0.0.1
-services:
+%sservices:
   frontend:
 %s  history:
 %s  matching:
@@ -181,7 +183,7 @@ publicClient:
 dynamicConfigClient:
   filepath: %s
   pollInterval: 10s
-`, shards, store("temporal", 20), store("temporal_visibility", 10),
+`, shards, store("temporal", 20), store("temporal_visibility", 10), tls,
 		service(p.frontend, p.mFrontend, p.frontendHTTP), service(p.history, p.mHistory, 0),
 		service(p.matching, p.mMatching, 0), service(p.worker, p.mWorker, 0),
 		p.frontend, p.frontendHTTP, p.frontend, dcFile)

@@ -66,11 +66,8 @@ type composeFile struct {
 	} `yaml:"services"`
 }
 
-// TestComposeMatchesTheBinary checks docker-compose.yml against the binary it runs: every
-// service of the bbs image runs a subcommand that exists, and sets only environment variables
-// that subcommand reads; and the stack has the processes `make cluster` runs (two API
-// replicas behind the front, two workers, three cells, the router).
-func TestComposeMatchesTheBinary(t *testing.T) {
+func readCompose(t *testing.T) composeFile {
+	t.Helper()
 	raw, err := os.ReadFile("../../docker-compose.yml")
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +76,15 @@ func TestComposeMatchesTheBinary(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &compose); err != nil {
 		t.Fatalf("docker-compose.yml: %v", err)
 	}
+	return compose
+}
+
+// TestComposeMatchesTheBinary checks docker-compose.yml against the binary it runs: every
+// service of the bbs image runs a subcommand that exists, and sets only environment variables
+// that subcommand reads; and the stack has the processes `make cluster` runs (two API
+// replicas behind the front, two workers, three cells, the router).
+func TestComposeMatchesTheBinary(t *testing.T) {
+	compose := readCompose(t)
 	byCommand := map[string][]string{}
 	for name, svc := range compose.Services {
 		if svc.Image != "bbs:local" {
@@ -113,6 +119,39 @@ func TestComposeMatchesTheBinary(t *testing.T) {
 	}
 	slices.Sort(names)
 	t.Logf("compose runs: %s", strings.Join(names, " "))
+}
+
+// TestComposeIsMutualTLS checks that the compose stack, like `make cluster`, has mutual TLS on
+// every connection: each bbs service that can listen with it (its command reads
+// BBS_TLS_CERT_FILE) sets the three files, each service that calls the API does so over https,
+// each client of the Temporal frontend (bbs api and workers, the Temporal image's own CLI,
+// the admin tools, the UI) presents a certificate, and the frontend requires one.
+func TestComposeIsMutualTLS(t *testing.T) {
+	compose := readCompose(t)
+	for name, svc := range compose.Services {
+		env := svc.Environment
+		if svc.Image == "bbs:local" && len(svc.Command) > 0 && envOfCommand(t, svc.Command[0])["BBS_TLS_CERT_FILE"] {
+			for _, v := range []string{"BBS_TLS_CERT_FILE", "BBS_TLS_KEY_FILE", "BBS_TLS_CLIENT_CA_FILE"} {
+				if env[v] == "" {
+					t.Errorf("service %s listens without %s", name, v)
+				}
+			}
+		}
+		if u, ok := env["BBS_API_URL"]; ok && !strings.HasPrefix(u, "https://") {
+			t.Errorf("service %s calls the API at %s, not over https", name, u)
+		}
+		if _, ok := env["TEMPORAL_ADDRESS"]; ok {
+			for _, v := range []string{"TEMPORAL_TLS_CA", "TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY"} {
+				if env[v] == "" {
+					t.Errorf("service %s calls the Temporal frontend without %s", name, v)
+				}
+			}
+		}
+	}
+	temporal := compose.Services["temporal"].Environment
+	if temporal["TEMPORAL_TLS_REQUIRE_CLIENT_AUTH"] != "true" || temporal["TEMPORAL_TLS_FRONTEND_CERT"] == "" || temporal["TEMPORAL_TLS_SERVER_CERT"] == "" {
+		t.Errorf("the Temporal server does not require client certificates on its frontend and between its services: %v", temporal)
+	}
 }
 
 // TestComposeTemporalDynamicConfig checks that deploy/temporal-dynamicconfig.yaml, which the

@@ -29,6 +29,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 	dataDir := fs.String("data-dir", envOr("BBS_DATA_DIR", ".data"), "where PostgreSQL and Temporal keep their state [BBS_DATA_DIR]")
 	apiAddr := fs.String("listen", envOr("BBS_LISTEN_ADDR", "127.0.0.1:8889"), "API address [BBS_LISTEN_ADDR]")
 	protocolAddr := protocolListenFlag(fs)
+	protocolTLSAddr := protocolTLSListenFlag(fs)
 	pgPort := fs.Int("pg-port", 54329, "port of the private PostgreSQL (ignored when DATABASE_URL is set)")
 	temporalBin := fs.String("temporal-bin", envOr("TEMPORAL_BIN", ""), "temporal CLI (default: bin/temporal, else temporal on PATH) [TEMPORAL_BIN]")
 	temporalPort := fs.Int("temporal-port", 7233, "Temporal frontend port")
@@ -148,11 +149,18 @@ func runDevCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer temporal.Close()
+	protocolTLS, certs, err := listenDevProtocolTLS(*protocolTLSAddr, dir)
+	if err != nil {
+		return fmt.Errorf("BBS protocol over TLS: %w", err)
+	}
 	// One process, one registry: the API serves every part's series at /metrics.
 	reg := metrics.NewRegistry()
-	a, err := startAPI(ctx, store, *apiAddr, *protocolAddr, tlsFlags{}, system.APIConfig{
+	a, err := startAPI(ctx, store, *apiAddr, *protocolAddr, tlsFlags{}, system.APIConfig{ProtocolTLSListener: protocolTLS,
 		Cells: cellapi.NewClient(nil), Temporal: temporal, Rollouts: rf.options(), Metrics: reg, Log: log})
 	if err != nil {
+		if protocolTLS != nil {
+			protocolTLS.Close()
+		}
 		return err
 	}
 	defer func() {
@@ -222,6 +230,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 BBS dev stack is up:
   API           %s        try: curl -s -XPOST %s/v1/ping
   BBS protocol  %s
+  BBS protocol  %s
   Temporal UI   http://localhost:%d
   Temporal      %s (namespace default, state in %s, log %s)
   Worker        %s
@@ -233,7 +242,7 @@ BBS dev stack is up:
   Supervision   %s
 Ctrl-C stops everything; the next 'make run' resumes with the data kept.
 
-`, a.URL(), a.URL(), protocolLine(a), *uiPort, ts.Address(), filepath.Join(*dataDir, "temporal.db"),
+`, a.URL(), a.URL(), protocolLine(a), protocolTLSLine(a, certs), *uiPort, ts.Address(), filepath.Join(*dataDir, "temporal.db"),
 		filepath.Join(*dataDir, "temporal.log"), workerLine, *routerAddr, *routerAdmin, sshLine, tpsLine, redact(dbURL), pgNote, cellLines, a.URL(), supervised)
 
 	select {

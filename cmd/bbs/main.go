@@ -35,7 +35,8 @@ commands:
   lb        the load-balancing front of several API replicas (round robin, failover)
   cluster   the production topology on one machine (make cluster): PostgreSQL, the real
             Temporal server and its UI, 2 API replicas behind 'bbs lb', 2 workers, 3 cells
-            and the router, each a supervised process, state in .cluster/
+            and the router, each a supervised process, mutual TLS between them
+            (certificates by deploy/gen-certs.sh), state in .cluster/
   dev       run everything on one machine: a private PostgreSQL under .data/ (unless
             DATABASE_URL is set), the Temporal dev server with its Web UI, the API and the
             protocol listener, the worker, the router, the ssh proxy, the tps-watcher
@@ -44,7 +45,8 @@ commands:
 Run 'bbs <command> -h' for the flags of a command. Secrets come from the environment:
 DATABASE_URL (or DATABASE_URL_FILE naming a file that holds it); the ssh proxy's password
 and host key, BBS_SSH_PROXY_PASSWORD and BBS_SSH_PROXY_HOST_KEY; the daemon's keys,
-SSHD_HOST_KEY and SSHD_AUTHORIZED_KEY (each also as NAME_FILE).
+SSHD_HOST_KEY and SSHD_AUTHORIZED_KEY (each also as NAME_FILE). TLS keys are files named by
+BBS_TLS_KEY_FILE, BBS_CLIENT_KEY_FILE and TEMPORAL_TLS_KEY.
 `
 
 func main() {

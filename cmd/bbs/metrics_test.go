@@ -79,8 +79,8 @@ func TestPrometheusScrapesEveryComposeService(t *testing.T) {
 }
 
 // TestPrometheusClusterTargetsAreTheClusterDefaults checks deploy/prometheus-cluster.yml
-// against `bbs cluster`'s flags: the API replicas' listeners, the router's stats address,
-// and the lb's, workers' and cells' metrics addresses.
+// against `bbs cluster`'s flags: the router's stats address, and the metrics addresses of
+// the lb, the workers, the cells and the API replicas.
 func TestPrometheusClusterTargetsAreTheClusterDefaults(t *testing.T) {
 	def := flagDefaults(t, "cluster")
 	num := func(name string) int {
@@ -93,7 +93,7 @@ func TestPrometheusClusterTargetsAreTheClusterDefaults(t *testing.T) {
 	at := func(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
 	want := map[string][]string{"lb": {at(num("metrics-port-base"))}, "router": {def["router-admin-listen"]}}
 	for i := 1; i <= num("api-replicas"); i++ {
-		want["api"] = append(want["api"], at(num("port-base")+10*(i-1)+1))
+		want["api"] = append(want["api"], at(num("metrics-port-base")+20+i))
 	}
 	for i := 1; i <= num("workers"); i++ {
 		want["worker"] = append(want["worker"], at(num("metrics-port-base")+i))

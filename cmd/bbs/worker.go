@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"time"
 
 	"github.com/updatable-lrps/bbs/auctioneer"
@@ -13,18 +14,28 @@ import (
 	"github.com/updatable-lrps/bbs/workflows"
 )
 
-// temporalFlags say where the Temporal frontend is.
+// temporalFlags say where the Temporal frontend is and, when it requires mutual TLS, what
+// to present to it. The variables are the ones the temporal CLI reads, so that one
+// environment configures both.
 type temporalFlags struct {
 	address, namespace string
+	tls                clientTLSFlags
 }
 
 func (t *temporalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.address, "temporal-address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port [TEMPORAL_ADDRESS]")
 	fs.StringVar(&t.namespace, "temporal-namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace [TEMPORAL_NAMESPACE]")
+	fs.StringVar(&t.tls.caFile, "temporal-tls-ca", envOr("TEMPORAL_TLS_CA", ""), "CA of the Temporal frontend's certificate (PEM) [TEMPORAL_TLS_CA]")
+	fs.StringVar(&t.tls.certFile, "temporal-tls-cert", envOr("TEMPORAL_TLS_CERT", ""), "client certificate for the Temporal frontend (PEM) [TEMPORAL_TLS_CERT]")
+	fs.StringVar(&t.tls.keyFile, "temporal-tls-key", envOr("TEMPORAL_TLS_KEY", ""), "client private key for the Temporal frontend (PEM) [TEMPORAL_TLS_KEY]")
 }
 
-func (t temporalFlags) config() system.TemporalConfig {
-	return system.TemporalConfig{Address: t.address, Namespace: t.namespace}
+func (t temporalFlags) config() (system.TemporalConfig, error) {
+	tlsConfig, err := t.tls.config()
+	if err != nil {
+		return system.TemporalConfig{}, fmt.Errorf("Temporal TLS: %w", err)
+	}
+	return system.TemporalConfig{Address: t.address, Namespace: t.namespace, TLS: tlsConfig}, nil
 }
 
 // rolloutFlags tune the rollouts this process starts (the API) or resumes (the worker).
@@ -86,7 +97,11 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	temporal, err := system.DialTemporal(ctx, tf.config(), log)
+	tcfg, err := tf.config()
+	if err != nil {
+		return err
+	}
+	temporal, err := system.DialTemporal(ctx, tcfg, log)
 	if err != nil {
 		return err
 	}

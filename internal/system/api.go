@@ -48,6 +48,10 @@ type APIConfig struct {
 	// over the same store; ProtocolScheme is its scheme.
 	ProtocolListener net.Listener
 	ProtocolScheme   string
+	// ProtocolTLSListener, when set, serves the protocol (too), over mutual TLS (it wraps TLS
+	// itself): the dev stack offers plain HTTP on loopback for most clients and https for
+	// cfdot, which speaks nothing else.
+	ProtocolTLSListener net.Listener
 	// Cells reaches the cells to stop instances.
 	Cells *cellapi.Client
 	// Temporal starts and signals rollouts (a lazy client: the API serves while Temporal is
@@ -71,8 +75,10 @@ type API struct {
 	Server   *api.Server
 	json     *servedHTTP
 	protocol *servedHTTP
-	cancel   context.CancelFunc
-	hub      sync.WaitGroup
+	// protocolTLS is the protocol's second, mutual-TLS listener (ProtocolTLSListener).
+	protocolTLS *servedHTTP
+	cancel      context.CancelFunc
+	hub         sync.WaitGroup
 }
 
 // StartAPI serves the API on cfg.Listener. It answers Unavailable until the migrations, which
@@ -99,12 +105,20 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 		cancel: cancel,
 	}
 	var protocolServer *protocol.Server
-	if cfg.ProtocolListener != nil {
+	if cfg.ProtocolListener != nil || cfg.ProtocolTLSListener != nil {
 		protocolServer = protocol.NewServer(cfg.Store, log).WithStopper(stopper).WithEvents(hub).
 			WithRollouts(cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue)).WithTasks(taskService)
-		a.protocol = serveHTTP(cfg.ProtocolListener, cmp.Or(cfg.ProtocolScheme, "http"), protocolServer, log)
-		// Shutting down waits for the handlers, and an event stream's ends only when told.
-		a.protocol.srv.RegisterOnShutdown(protocolServer.CloseStreams)
+		serve := func(ln net.Listener, scheme string) *servedHTTP {
+			if ln == nil {
+				return nil
+			}
+			s := serveHTTP(ln, scheme, protocolServer, log)
+			// Shutting down waits for the handlers, and an event stream's ends only when told.
+			s.srv.RegisterOnShutdown(protocolServer.CloseStreams)
+			return s
+		}
+		a.protocol = serve(cfg.ProtocolListener, cmp.Or(cfg.ProtocolScheme, "http"))
+		a.protocolTLS = serve(cfg.ProtocolTLSListener, "https")
 	}
 	if err := cfg.Store.Migrate(ctx); err != nil {
 		a.Stop()
@@ -121,7 +135,11 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	log.Info("api listening", zap.String("address", a.json.url))
 	if protocolServer != nil {
 		protocolServer.MarkReady()
-		log.Info("bbs protocol listening", zap.String("address", a.protocol.url))
+		for _, s := range []*servedHTTP{a.protocol, a.protocolTLS} {
+			if s != nil {
+				log.Info("bbs protocol listening", zap.String("address", s.url))
+			}
+		}
 	}
 	return a, nil
 }
@@ -132,6 +150,15 @@ func (a *API) ProtocolURL() string {
 		return ""
 	}
 	return a.protocol.url
+}
+
+// ProtocolTLSURL is where the BBS protocol answers over mutual TLS beside ProtocolURL ("" when
+// it does not).
+func (a *API) ProtocolTLSURL() string {
+	if a.protocolTLS == nil {
+		return ""
+	}
+	return a.protocolTLS.url
 }
 
 // URL is where the API answers, e.g. http://127.0.0.1:8889.
@@ -146,8 +173,10 @@ func (a *API) Stop() error {
 	a.cancel()
 	a.hub.Wait()
 	servers := []*servedHTTP{a.json}
-	if a.protocol != nil {
-		servers = append(servers, a.protocol)
+	for _, s := range []*servedHTTP{a.protocol, a.protocolTLS} {
+		if s != nil {
+			servers = append(servers, s)
+		}
 	}
 	errs := make([]error, len(servers))
 	var wg sync.WaitGroup
