@@ -242,10 +242,11 @@ type awaitDetails struct {
 	State string `json:"state,omitempty"`
 }
 
-// AwaitRunning waits until the definition's instance at the index is RUNNING, or until the
-// deadline (if any) has passed since the first attempt. It checks the store when the Waiter
-// says something changed, and at least every SafetyTick, heartbeating as it goes; it never
-// sleeps a fixed time per check, so a start is seen within milliseconds of its commit.
+// AwaitRunning waits until the definition's instance at the index is RUNNING and ready (its
+// readiness checks, if any, pass), or until the deadline (if any) has passed since the first
+// attempt. It checks the store when the Waiter says something changed, and at least every
+// SafetyTick, heartbeating as it goes; it never sleeps a fixed time per check, so a start is
+// seen within milliseconds of its commit.
 func (r *Rollouts) AwaitRunning(ctx context.Context, in AwaitRunningInput) (AwaitRunningOutput, error) {
 	hb := awaitDetails{Since: time.Now().UnixNano()}
 	if activity.HasHeartbeatDetails(ctx) {
@@ -321,14 +322,17 @@ func (r *Rollouts) waitEnded(out AwaitRunningOutput, since int64) {
 func (r *Rollouts) checkRunning(ctx context.Context, in AwaitRunningInput) (AwaitRunningOutput, string, error) {
 	a, err := r.Store.Instance(ctx, in.ProcessGUID, in.DefinitionID, in.Index)
 	if err == nil {
-		// A retiring instance (still draining from an earlier walk over this index) is not
-		// the one to wait for: its stop is on its way; once its record goes, Missing makes
-		// the workflow desire a fresh one.
-		if a.State == model.StateRunning && !a.Retiring {
+		// Routable: RUNNING with its readiness checks passing (the old instance keeps the
+		// traffic until then). A retiring instance (still draining from an earlier walk over
+		// this index) is not the one to wait for: its stop is on its way; once its record
+		// goes, Missing makes the workflow desire a fresh one.
+		if a.Routable() {
 			return AwaitRunningOutput{Running: true}, a.State, nil
 		}
 		state := a.State
-		if a.CrashCount > 0 {
+		if a.State == model.StateRunning && a.NotReady {
+			state = "RUNNING, readiness checks not passing"
+		} else if a.CrashCount > 0 {
 			state = fmt.Sprintf("%s after %d crashes: %s", a.State, a.CrashCount, a.CrashReason)
 		} else if a.PlacementError != "" {
 			state = fmt.Sprintf("%s: %s", a.State, a.PlacementError)

@@ -130,6 +130,12 @@ func (a *Agent) reportStarts(ctx context.Context, starts []bbsclient.InstanceReq
 	return errors.Join(errs...)
 }
 
+// startRequest is the report that c runs here: where, and whether it is ready.
+func (a *Agent) startRequest(c *executor.Container) bbsclient.InstanceRequest {
+	ik, net, routable := a.instanceKey(c), netInfo(c), !c.NotReady
+	return bbsclient.InstanceRequest{Key: c.Key, InstanceKey: &ik, NetInfo: &net, Routable: &routable}
+}
+
 // readSlot reads the ordinary instance in the container's slot; nil when there is none.
 func (a *Agent) readSlot(ctx context.Context, key model.ActualLRPKey) (*model.ActualLRP, error) {
 	index := key.Index
@@ -181,11 +187,10 @@ func (a *Agent) applyDecision(ctx context.Context, c *executor.Container, lrp *m
 		return err
 	case StartActualLRP:
 		if starts != nil {
-			ik, net := a.instanceKey(c), netInfo(c)
-			*starts = append(*starts, bbsclient.InstanceRequest{Key: c.Key, InstanceKey: &ik, NetInfo: &net})
+			*starts = append(*starts, a.startRequest(c))
 			return nil
 		}
-		_, err := a.bbs.StartActualLRP(ctx, c.Key, a.instanceKey(c), netInfo(c))
+		_, err := a.bbs.StartActualLRP(ctx, a.startRequest(c))
 		if model.IsType(err, model.ErrCannotBeStarted) {
 			// Someone else runs it now: the next pass deletes this container.
 			return nil
