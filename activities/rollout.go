@@ -26,6 +26,20 @@ type Rollouts struct {
 	// SafetyTick is how often AwaitRunning checks without a change; zero means one second. A
 	// notification may be lost (a listener reconnecting), so waits never rely on them alone.
 	SafetyTick time.Duration
+	// Metrics, when set, records how long each index took (AwaitRunning: the wait is the
+	// step, its store steps take milliseconds) and each rollout's end (FinishRollout). The
+	// activities record them because workflow code must not, and its calls' inputs are
+	// pinned by the recorded histories.
+	Metrics RolloutMetrics
+}
+
+// RolloutMetrics records the walk for operators (metrics.Rollouts).
+type RolloutMetrics interface {
+	// IndexStep records an index whose wait ended with outcome (model.RolloutStepOutcomes)
+	// after took.
+	IndexStep(outcome string, took time.Duration)
+	// Finished counts a rollout that ended in state.
+	Finished(state string)
 }
 
 // LoadRolloutInput names the rollout to read.
@@ -259,6 +273,7 @@ func (r *Rollouts) AwaitRunning(ctx context.Context, in AwaitRunningInput) (Awai
 	for {
 		out, state, err := r.checkRunning(ctx, in)
 		if err != nil || out != (AwaitRunningOutput{}) {
+			r.waitEnded(out, hb.Since)
 			return out, err
 		}
 		hb.State = state
@@ -266,8 +281,10 @@ func (r *Rollouts) AwaitRunning(ctx context.Context, in AwaitRunningInput) (Awai
 		if in.Deadline > 0 {
 			left := time.Until(time.Unix(0, hb.Since).Add(in.Deadline))
 			if left <= 0 {
-				return AwaitRunningOutput{GivenUp: true, Reason: fmt.Sprintf(
-					"instance %d of %q not RUNNING %v after it was desired (last state %s)", in.Index, in.DefinitionID, in.Deadline, state)}, nil
+				out := AwaitRunningOutput{GivenUp: true, Reason: fmt.Sprintf(
+					"instance %d of %q not RUNNING %v after it was desired (last state %s)", in.Index, in.DefinitionID, in.Deadline, state)}
+				r.waitEnded(out, hb.Since)
+				return out, nil
 			}
 			wait = min(wait, left)
 		}
@@ -279,6 +296,24 @@ func (r *Rollouts) AwaitRunning(ctx context.Context, in AwaitRunningInput) (Awai
 		case <-changes:
 		case <-timer.C:
 		}
+	}
+}
+
+// waitEnded records the duration of a wait, since the first attempt (Unix nanoseconds), that
+// decided its index: the instance ran, was given up, or was scaled away. A Missing instance
+// is desired again and waited for anew; an error is retried.
+func (r *Rollouts) waitEnded(out AwaitRunningOutput, since int64) {
+	if r.Metrics == nil {
+		return
+	}
+	took := time.Since(time.Unix(0, since))
+	switch {
+	case out.Running:
+		r.Metrics.IndexStep(model.StepUpdated, took)
+	case out.GivenUp:
+		r.Metrics.IndexStep(model.StepGivenUp, took)
+	case out.Beyond:
+		r.Metrics.IndexStep(model.StepScaledAway, took)
 	}
 }
 
@@ -334,7 +369,11 @@ func (r *Rollouts) RecordProgress(ctx context.Context, in RecordProgressInput) (
 // FinishRollout ends the rollout in a final state.
 func (r *Rollouts) FinishRollout(ctx context.Context, in FinishRolloutInput) (Empty, error) {
 	if !model.RolloutInProgress(in.State) && in.State != "" {
-		return Empty{}, nonRetryable(r.Store.FinishRollout(ctx, in.RolloutID, in.State, in.Reason))
+		finished, err := r.Store.FinishRollout(ctx, in.RolloutID, in.State, in.Reason)
+		if finished && r.Metrics != nil {
+			r.Metrics.Finished(in.State)
+		}
+		return Empty{}, nonRetryable(err)
 	}
 	return Empty{}, temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("finish rollout: %q is not a final state", in.State), string(model.ErrInvalidRequest), nil)

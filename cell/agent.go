@@ -251,8 +251,9 @@ func (a *Agent) eventLoop(ctx context.Context) {
 	}
 }
 
-// available is the capacity left after every container the cell holds.
-func (a *Agent) available() model.CellCapacity {
+// Available is the capacity left after every container the cell holds: what placement
+// offers it and what its capacity metrics report.
+func (a *Agent) Available() model.CellCapacity {
 	left := a.cfg.Capacity
 	for _, c := range a.exec.Containers() {
 		left.MemoryMB -= c.MemoryMB

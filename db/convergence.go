@@ -40,6 +40,9 @@ type ConvergeOptions struct {
 
 // ConvergeResult says what a pass changed, step by step.
 type ConvergeResult struct {
+	// MissingCells are the cells without a fresh presence that instances are still recorded
+	// on (Diego's SuspectCells).
+	MissingCells int
 	// MissingCellClaims are CLAIMED instances on vanished cells made UNCLAIMED again.
 	MissingCellClaims int
 	// Suspected are RUNNING instances on vanished cells made SUSPECT, each with a new
@@ -233,6 +236,7 @@ SELECT id FROM ids WHERE id IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM cells c WHERE c.cell_id = ids.id AND c.expires_at > now())`); err != nil {
 		return err
 	}
+	res.MissingCells = len(missing)
 	if len(missing) == 0 {
 		return nil
 	}

@@ -18,6 +18,7 @@ func runAPICommand(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("api", flag.ContinueOnError)
 	listenAddr := fs.String("listen", envOr("BBS_LISTEN_ADDR", "127.0.0.1:8889"), "address to serve the API on [BBS_LISTEN_ADDR]")
 	protocolAddr := protocolListenFlag(fs)
+	metricsAddr := metricsListenFlag(fs, "")
 	logLevel := logLevelFlag(fs)
 	var tlsOpts tlsFlags
 	tlsOpts.register(fs)
@@ -35,6 +36,11 @@ func runAPICommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer log.Sync()
+	reg, stopMetrics, err := startMetrics(*metricsAddr, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	store, err := openStoreFromEnv(ctx, log)
 	if err != nil {
 		return err
@@ -54,7 +60,7 @@ func runAPICommand(ctx context.Context, args []string) error {
 	}
 	defer temporal.Close()
 	a, err := startAPI(ctx, store, *listenAddr, *protocolAddr, tlsOpts, system.APIConfig{
-		Cells: cellapi.NewClient(cellTLS), Temporal: temporal, Rollouts: rf.options(), Log: log})
+		Cells: cellapi.NewClient(cellTLS), Temporal: temporal, Rollouts: rf.options(), Metrics: reg, Log: log})
 	if err != nil {
 		return err
 	}

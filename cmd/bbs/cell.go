@@ -42,6 +42,7 @@ func runCellCommand(ctx context.Context, args []string) error {
 	evacTimeout := fs.Duration("evacuation-timeout", 10*time.Minute, "longest drain")
 	stopDrain := fs.Duration("stop-drain", envDuration("BBS_CELL_STOP_DRAIN", 2*time.Second), "how long a stopped instance keeps serving after routers were told to deregister it [BBS_CELL_STOP_DRAIN]")
 	logLevel := logLevelFlag(fs)
+	metricsAddr := metricsListenFlag(fs, "")
 	var serverTLS tlsFlags
 	serverTLS.register(fs)
 	var clientTLS clientTLSFlags
@@ -54,6 +55,11 @@ func runCellCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer log.Sync()
+	reg, stopMetrics, err := startMetrics(*metricsAddr, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	var first, last uint32
 	if _, err := fmt.Sscanf(*ports, "%d-%d", &first, &last); err != nil || first == 0 || last < first {
 		return fmt.Errorf("--port-range %q: want FIRST-LAST", *ports)
@@ -94,6 +100,7 @@ func runCellCommand(ctx context.Context, args []string) error {
 		},
 		Backend: backend,
 		BBS:     bbsclient.New(*apiURL, apiTLS),
+		Metrics: reg,
 		Log:     log,
 	}).Agent
 

@@ -22,6 +22,7 @@ func runLBCommand(ctx context.Context, args []string) error {
 	protocolListen := fs.String("bbs-listen", envOr("BBS_LB_PROTOCOL_LISTEN_ADDR", "127.0.0.1:8890"), "the front of the BBS protocol; empty: none [BBS_LB_PROTOCOL_LISTEN_ADDR]")
 	protocolBackends := fs.String("bbs-backends", envOr("BBS_LB_PROTOCOL_BACKENDS", ""), "the API replicas' BBS-protocol addresses [BBS_LB_PROTOCOL_BACKENDS]")
 	logLevel := logLevelFlag(fs)
+	metricsAddr := metricsListenFlag(fs, lbMetricsAddr)
 	var serverTLS tlsFlags
 	serverTLS.register(fs)
 	var backendTLS clientTLSFlags
@@ -49,6 +50,11 @@ func runLBCommand(ctx context.Context, args []string) error {
 		// Terminating TLS and passing plain text on (or the reverse) would expose the API.
 		return errors.New("mutual TLS on one side only: set both the BBS_TLS_* files (clients) and the BBS_PEER_CA_FILE/BBS_CLIENT_* files (replicas), or neither")
 	}
+	_, stopMetrics, err := startMetrics(*metricsAddr, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	fronts := []*lb.Front{}
 	ln, _, err := system.Listen(*apiListen, listenTLS)
 	if err != nil {
