@@ -112,8 +112,8 @@ func (s *Server) routes(h routeHandlers) chi.Router {
 
 		r.Post("/v1/desired_lrp/desire", handle(s, h.desired.desireLRP))
 		r.Post("/v1/desired_lrps/get_by_process_guid", handle(s, h.desired.desiredLRPByProcessGUID))
-		r.Post("/v1/desired_lrps/list", handle(s, h.desired.listDesiredLRPs))
-		r.Post("/v1/desired_lrp_scheduling_infos/list", handle(s, h.desired.listSchedulingInfos))
+		r.Post("/v1/desired_lrps/list", handleList(s, "desired_lrps", h.desired.eachDesiredLRP))
+		r.Post("/v1/desired_lrp_scheduling_infos/list", handleList(s, "desired_lrp_scheduling_infos", h.desired.eachSchedulingInfo))
 		r.Post("/v1/desired_lrp/update", handle(s, h.desired.updateDesiredLRP))
 		r.Post("/v1/desired_lrp/cancel_update", handle(s, h.desired.cancelUpdate))
 		r.Post("/v1/desired_lrp/rollback", handle(s, h.desired.rollback))
