@@ -235,6 +235,10 @@ func (r *Rollouts) stop(ctx context.Context, lrps []model.ActualLRP) RetireOutpu
 	return out
 }
 
+// heartbeatAfter is how long AwaitRunning waits before its first heartbeat; well within the
+// workflow's HeartbeatTimeout (10 s).
+const heartbeatAfter = time.Second
+
 // awaitDetails is AwaitRunning's heartbeat: Since survives retries, so that a retried attempt
 // keeps the deadline of the first one instead of starting a fresh one.
 type awaitDetails struct {
@@ -255,7 +259,12 @@ func (r *Rollouts) AwaitRunning(ctx context.Context, in AwaitRunningInput) (Awai
 			hb.Since = prev.Since
 		}
 	}
-	activity.RecordHeartbeat(ctx, hb)
+	// The first heartbeat is a round trip to the server; most waits end well before any is
+	// needed (a new instance usually runs within milliseconds), so heartbeats begin only once
+	// a wait has lasted heartbeatAfter. Until then a dead worker's attempt is retried with a
+	// fresh Since (a deadline at most heartbeatAfter longer), and a cancel reaches this
+	// attempt late — harmless, as the workflow does not wait for it and it only reads.
+	attemptStart := time.Now()
 	tick := r.SafetyTick
 	if tick <= 0 {
 		tick = time.Second
@@ -288,7 +297,11 @@ func (r *Rollouts) AwaitRunning(ctx context.Context, in AwaitRunningInput) (Awai
 			}
 			wait = min(wait, left)
 		}
-		activity.RecordHeartbeat(ctx, hb)
+		if time.Since(attemptStart) >= heartbeatAfter {
+			activity.RecordHeartbeat(ctx, hb)
+		} else {
+			wait = min(wait, heartbeatAfter-time.Since(attemptStart))
+		}
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():

@@ -179,8 +179,9 @@ func TestAwaitRunningReturnsAtOnceWhenRunning(t *testing.T) {
 	if res.err != nil || !res.out.Running || time.Since(start) > time.Second {
 		t.Fatalf("got %+v after %v", res, time.Since(start))
 	}
-	if res.heartbeats == 0 {
-		t.Fatal("no heartbeat")
+	// An index that runs at once costs the server no heartbeat.
+	if res.heartbeats != 0 {
+		t.Fatalf("%d heartbeats for an instance already running", res.heartbeats)
 	}
 }
 
@@ -227,8 +228,24 @@ func TestAwaitRunningGivesUpAfterTheDeadline(t *testing.T) {
 	if d := time.Since(start); d < in.Deadline || d > 2*time.Second {
 		t.Fatalf("gave up after %v, deadline %v", d, in.Deadline)
 	}
+	if res.heartbeats != 0 {
+		t.Fatalf("%d heartbeats in a wait shorter than a second", res.heartbeats)
+	}
+}
+
+// A wait that lasts beyond a second heartbeats (with the first attempt's start, for a retry).
+func TestAwaitRunningHeartbeatsALongWait(t *testing.T) {
+	s := newFakeRolloutStore(3)
+	s.set("def2", 0, model.StateCrashed)
+	r := &activities.Rollouts{Store: s, Log: zaptest.NewLogger(t), SafetyTick: 100 * time.Millisecond}
+	in := def2At0
+	in.Deadline = 1500 * time.Millisecond
+	res := await(t, r, in, nil)
+	if res.err != nil || !res.out.GivenUp {
+		t.Fatalf("got %+v", res)
+	}
 	if res.heartbeats == 0 { // the SDK throttles the rest
-		t.Fatal("no heartbeat while waiting")
+		t.Fatal("no heartbeat in a wait of 1.5 s")
 	}
 }
 
