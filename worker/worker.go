@@ -92,7 +92,15 @@ func New(c client.Client, queue string, d Deps) sdkworker.Worker {
 	if queue == "" {
 		queue = TaskQueue
 	}
-	w := sdkworker.New(c, queue, sdkworker.Options{
+	w := sdkworker.New(c, queue, Options())
+	Register(w, d)
+	return w
+}
+
+// Options are the SDK worker settings of the BBS worker; the benchmarks' floor workflow runs
+// with the same.
+func Options() sdkworker.Options {
+	return sdkworker.Options{
 		// Every rollout holds one AwaitRunning activity (waiting on a notification, not a
 		// thread) for as long as its current index starts: 1,000 simultaneous rollouts need
 		// more slots than the default.
@@ -101,7 +109,5 @@ func New(c client.Client, queue string, d Deps) sdkworker.Worker {
 		// (a database write, a POST, a delete): workflow tasks wait on I/O, so more of them
 		// are polled at once than the SDK's default of two.
 		MaxConcurrentWorkflowTaskPollers: 8,
-	})
-	Register(w, d)
-	return w
+	}
 }
