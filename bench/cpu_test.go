@@ -2,10 +2,16 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/updatable-lrps/bbs/internal/dbtest"
 )
 
 // clockTicks is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
@@ -14,17 +20,25 @@ const clockTicks = 100
 // procCPU is what /proc/<pid>/stat says of one process.
 type procCPU struct {
 	ppid int
+	comm string
 	// own is the process's user and system time; reaped that of the children it waited for
 	// (a PostgreSQL backend that exited is counted there, in its postmaster's).
 	own, reaped time.Duration
 }
 
 // treeCPU is the CPU time (user + system) of this process and every process below it — the
-// PostgreSQL cluster and the Temporal dev server a benchmark starts, and everything they
-// started — including the children they have reaped. The difference of two readings is the
+// Temporal dev server a benchmark starts, and everything it started — and of the shared
+// PostgreSQL cluster's postmaster and backends, including the children they have reaped. The difference of two readings is the
 // CPU a stretch of the run cost, whichever process spent it. (A DATABASE_URL server is not
 // ours and is not counted.)
 func treeCPU() time.Duration {
+	total, _ := treeCPUByChild()
+	return total
+}
+
+// treeCPUByChild is treeCPU, and the part of it each of this process's direct children (by
+// command name: postgres, temporal, ...) and this process itself ("bench") account for.
+func treeCPUByChild() (time.Duration, map[string]time.Duration) {
 	procs := map[int]procCPU{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -40,17 +54,39 @@ func treeCPU() time.Duration {
 	for pid, p := range procs {
 		children[p.ppid] = append(children[p.ppid], pid)
 	}
-	var total time.Duration
-	var walk func(pid int)
-	walk = func(pid int) {
+	var walk func(pid int) time.Duration
+	walk = func(pid int) time.Duration {
 		p := procs[pid]
-		total += p.own + p.reaped
+		sum := p.own + p.reaped
 		for _, c := range children[pid] {
-			walk(c)
+			sum += walk(c)
 		}
+		return sum
 	}
-	walk(os.Getpid())
-	return total
+	self := procs[os.Getpid()]
+	by := map[string]time.Duration{"bench": self.own + self.reaped}
+	total := by["bench"]
+	roots := children[os.Getpid()]
+	// pg_ctl detaches the postmaster: the shared cluster is not below us.
+	if pg := dbtest.ServerPID(); pg != 0 && procs[pg].ppid != os.Getpid() {
+		roots = append(roots, pg)
+	}
+	for _, c := range roots {
+		t := walk(c)
+		by[procs[c].comm] += t
+		total += t
+	}
+	return total, by
+}
+
+// cpuSince is what each part of the tree spent since an earlier reading, for a log line.
+func cpuSince(before map[string]time.Duration, steps int) string {
+	_, now := treeCPUByChild()
+	var sb strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(now)) {
+		fmt.Fprintf(&sb, "%s %.1f ms  ", name, float64((now[name]-before[name]).Microseconds())/1000/float64(steps))
+	}
+	return sb.String()
 }
 
 func readProcCPU(pid int) (procCPU, bool) {
@@ -74,5 +110,9 @@ func readProcCPU(pid int) (procCPU, bool) {
 		return time.Duration(v) * time.Second / clockTicks
 	}
 	ppid, _ := strconv.Atoi(string(f[1]))
-	return procCPU{ppid: ppid, own: n(14) + n(15), reaped: n(16) + n(17)}, true
+	comm := ""
+	if j := bytes.IndexByte(b, '('); j >= 0 && j < i {
+		comm = string(b[j+1 : i])
+	}
+	return procCPU{ppid: ppid, comm: comm, own: n(14) + n(15), reaped: n(16) + n(17)}, true
 }

@@ -114,7 +114,7 @@ func BenchmarkRolloutStep50(b *testing.B) {
 			b.Fatal(err)
 		}
 		waitRunning(b, c, 50*(i+1), time.Minute)
-		cpu0 := treeCPU()
+		cpu0, parts := treeCPUByChild()
 		start := time.Now()
 		if err := c.BBS.UpdateDesiredLRP(ctx, guid, &model.DesiredLRPUpdate{Definition: nextDefinition("v2")}); err != nil {
 			b.Fatal(err)
@@ -126,6 +126,7 @@ func BenchmarkRolloutStep50(b *testing.B) {
 		all = append(all, d...)
 		b.Logf("50-instance rollout %d: %s in all, %s per index on average", i, took.Round(time.Millisecond), (took / 50).Round(time.Millisecond))
 		b.Logf("  phases of an index (median): %s", rolloutPhases(b, c, guid, guid, "v2"))
+		b.Logf("  CPU per index: %s", cpuSince(parts, 50))
 	}
 	p50 := percentile(all, 0.5)
 	b.ReportMetric(float64(p50.Microseconds())/1000, "ms/index-p50")
@@ -155,7 +156,7 @@ func BenchmarkThousandRollouts(b *testing.B) {
 		parallel(b, lrps, func(j int) error { return c.BBS.DesireLRP(ctx, instantLRP(fmt.Sprintf("%s%04d", prefix, j), perLRP)) })
 		waitRunning(b, c, lrps*perLRP*(i+1), 5*time.Minute)
 		watch := watchFleet(b, c, prefix, perLRP)
-		cpu0 := treeCPU()
+		cpu0, parts := treeCPUByChild()
 		start := time.Now()
 		parallel(b, lrps, func(j int) error {
 			return c.BBS.UpdateDesiredLRP(ctx, fmt.Sprintf("%s%04d", prefix, j), &model.DesiredLRPUpdate{Definition: nextDefinition("v2")})
@@ -163,6 +164,7 @@ func BenchmarkThousandRollouts(b *testing.B) {
 		waitRollouts(b, c, lrps*(i+1), 20*time.Minute)
 		took := time.Since(start)
 		cpu := treeCPU() - cpu0
+		b.Logf("CPU per index step: %s", cpuSince(parts, lrps*perLRP))
 		samples := watch.finish(b, lrps)
 		var onV2 int
 		if err := c.Store.DB().GetContext(ctx, &onV2, `SELECT count(*) FROM actual_lrps
