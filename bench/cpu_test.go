@@ -6,9 +6,11 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/updatable-lrps/bbs/internal/dbtest"
@@ -115,4 +117,26 @@ func readProcCPU(pid int) (procCPU, bool) {
 		comm = string(b[j+1 : i])
 	}
 	return procCPU{ppid: ppid, comm: comm, own: n(14) + n(15), reaped: n(16) + n(17)}, true
+}
+
+// profileWindow profiles this process's CPU from now until the returned function is called,
+// into the file BENCH_CPUPROFILE names (nothing when unset): the profile of the measured
+// stretch alone, without the set-up around it.
+func profileWindow(b *testing.B) func() {
+	path := os.Getenv("BENCH_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+		b.Logf("CPU profile of the measured stretch: %s", path)
+	}
 }

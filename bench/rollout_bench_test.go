@@ -115,12 +115,14 @@ func BenchmarkRolloutStep50(b *testing.B) {
 		}
 		waitRunning(b, c, 50*(i+1), time.Minute)
 		cpu0, parts := treeCPUByChild()
+		stopProfile := profileWindow(b)
 		start := time.Now()
 		if err := c.BBS.UpdateDesiredLRP(ctx, guid, &model.DesiredLRPUpdate{Definition: nextDefinition("v2")}); err != nil {
 			b.Fatal(err)
 		}
 		waitRollouts(b, c, i+1, 5*time.Minute)
 		took := time.Since(start)
+		stopProfile()
 		cpu += treeCPU() - cpu0
 		d := indexDurations(b, c, guid, start)
 		all = append(all, d...)
