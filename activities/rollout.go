@@ -261,10 +261,13 @@ func (r *Rollouts) AwaitRunning(ctx context.Context, in AwaitRunningInput) (Awai
 	}
 	// The first heartbeat is a round trip to the server; most waits end well before any is
 	// needed (a new instance usually runs within milliseconds), so heartbeats begin only once
-	// a wait has lasted heartbeatAfter. Until then a dead worker's attempt is retried with a
-	// fresh Since (a deadline at most heartbeatAfter longer), and a cancel reaches this
-	// attempt late — harmless, as the workflow does not wait for it and it only reads.
+	// a wait has lasted heartbeatAfter, or before an attempt fails (keeping Since for its
+	// retry). A worker that dies within that first second leaves no Since behind: its retry
+	// (after the heartbeat timeout) counts the deadline afresh, which lengthens it by about
+	// that timeout, once. A cancel reaches an attempt that has not heartbeaten only when it
+	// ends — harmless, as the workflow does not wait for it and it only reads.
 	attemptStart := time.Now()
+	beat := false
 	tick := r.SafetyTick
 	if tick <= 0 {
 		tick = time.Second
@@ -281,6 +284,9 @@ func (r *Rollouts) AwaitRunning(ctx context.Context, in AwaitRunningInput) (Awai
 	defer timer.Stop()
 	for {
 		out, state, err := r.checkRunning(ctx, in)
+		if err != nil && !beat {
+			activity.RecordHeartbeat(ctx, hb)
+		}
 		if err != nil || out != (AwaitRunningOutput{}) {
 			r.waitEnded(out, hb.Since)
 			return out, err
@@ -299,6 +305,7 @@ func (r *Rollouts) AwaitRunning(ctx context.Context, in AwaitRunningInput) (Awai
 		}
 		if time.Since(attemptStart) >= heartbeatAfter {
 			activity.RecordHeartbeat(ctx, hb)
+			beat = true
 		} else {
 			wait = min(wait, heartbeatAfter-time.Since(attemptStart))
 		}

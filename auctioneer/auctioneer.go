@@ -178,6 +178,7 @@ func (a *Auctioneer) Run(ctx context.Context) error {
 
 // Round places what waits now, once.
 func (a *Auctioneer) Round(ctx context.Context) error {
+	a.busy = false // until this round finds a burst
 	pending, err := a.store.PendingPlacements(ctx, a.opts.Batch)
 	if err != nil {
 		return err

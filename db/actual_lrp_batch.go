@@ -243,14 +243,16 @@ RETURNING `+actualColumns,
 	return out, nil
 }
 
-// markHealthyAll is markHealthy for every running instance's definition, in one statement.
+// markHealthyAll is markHealthy for every serving instance's definition, in one statement.
 func markHealthyAll(ctx context.Context, tx *sqlx.Tx, lrps []model.ActualLRP) error {
-	if len(lrps) == 0 {
-		return nil
-	}
-	guids, defs := make([]string, len(lrps)), make([]string, len(lrps))
+	var guids, defs []string
 	for i := range lrps {
-		guids[i], defs[i] = lrps[i].ProcessGUID, lrps[i].DefinitionID
+		if lrps[i].State == model.StateRunning && !lrps[i].NotReady {
+			guids, defs = append(guids, lrps[i].ProcessGUID), append(defs, lrps[i].DefinitionID)
+		}
+	}
+	if len(guids) == 0 {
+		return nil
 	}
 	// Only LRPs whose healthy definition changes are locked, in process guid order, so that
 	// two batches never wait on each other in a cycle.

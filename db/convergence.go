@@ -148,7 +148,8 @@ const (
     WHERE l.process_guid = a.process_guid AND a.instance_index < l.instances)`
 )
 
-// removeResolvedSuspects deletes SUSPECT instances whose replacement is RUNNING: an ORDINARY
+// removeResolvedSuspects deletes SUSPECT instances whose replacement is RUNNING and ready (its
+// readiness checks, if any, pass): an ORDINARY
 // instance of the same definition at the index, or of any definition once no ORDINARY
 // instance of the suspect's own definition is left there (a rollout moved the index on).
 // A suspect whose replacement is not RUNNING yet is kept even when its cell is back: it may
@@ -159,7 +160,7 @@ func (s *Store) removeResolvedSuspects(ctx context.Context, res *ConvergeResult)
 		removed, err := selectActual(ctx, tx, `DELETE FROM actual_lrps a
 WHERE a.presence = 'SUSPECT' AND EXISTS (SELECT 1 FROM actual_lrps o
     WHERE o.process_guid = a.process_guid AND o.instance_index = a.instance_index
-      AND o.presence = 'ORDINARY' AND o.state = 'RUNNING'
+      AND o.presence = 'ORDINARY' AND o.state = 'RUNNING' AND NOT o.not_ready
       AND (o.definition_id = a.definition_id OR NOT EXISTS (SELECT 1 FROM actual_lrps p
           WHERE p.process_guid = a.process_guid AND p.instance_index = a.instance_index
             AND p.definition_id = a.definition_id AND p.presence = 'ORDINARY')))

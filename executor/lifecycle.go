@@ -26,8 +26,8 @@ func HasReadinessCheck(def model.LRPDefinition) bool {
 }
 
 // lifecycle drives one container from INITIALIZING to COMPLETED and then shuts its instance
-// down. It is the only goroutine the executor keeps per container; health checks run on it,
-// paced by a timer.
+// down. Health checks run on it, paced by a timer; the only other goroutine a container may
+// have is its readiness checks' (watchReadiness), for a definition that has them.
 func (e *Executor) lifecycle(ctx context.Context, c *container) {
 	defer e.wg.Done()
 	defer close(c.done)
@@ -86,7 +86,8 @@ func (e *Executor) running(ctx context.Context, c *container, inst Instance) boo
 
 // watchReadiness runs the readiness checks every ReadinessInterval for as long as the
 // container runs, and records each change of their outcome (an event, for the cell to
-// report it at once). A check that hangs is bounded by the interval.
+// report it at once). A check that hangs is bounded by the interval; one that races the
+// instance's stop is dropped by setReady.
 func (e *Executor) watchReadiness(ctx context.Context, c *container, inst Instance) {
 	defer e.wg.Done()
 	tick := time.NewTicker(e.cfg.ReadinessInterval)

@@ -21,7 +21,8 @@ type slotKey struct {
 }
 
 // sampler lists the LRP's instances through the API continuously and records every sample in
-// which fewer indices below the floor were served by a RUNNING instance than should be:
+// which fewer indices below the floor were served by a routable instance (RUNNING, ready, not
+// retiring: what routers send traffic to) than should be:
 // zero downtime. Indices excluded (around an injected crash, which is downtime whatever the
 // definition) are not counted.
 type sampler struct {
@@ -73,6 +74,9 @@ func (s *sampler) record(l []model.ActualLRP) {
 		s.seen[k] = true
 		if serves(&a) {
 			s.running[k] = true
+		}
+		// What routers send traffic to: RUNNING, ready and not retiring.
+		if a.Routable() {
 			served[a.Index] = true
 		}
 		if a.State == model.StateRunning && a.NotReady {
@@ -86,7 +90,7 @@ func (s *sampler) record(l []model.ActualLRP) {
 		}
 	}
 	if len(missing) > 0 && len(s.violations) < 5 {
-		s.violations = append(s.violations, fmt.Sprintf("sample %d: no RUNNING, ready instance at %v: %s", s.samples, missing, describe(l)))
+		s.violations = append(s.violations, fmt.Sprintf("sample %d: no routable instance (RUNNING, ready, not retiring) at %v: %s", s.samples, missing, describe(l)))
 	}
 }
 

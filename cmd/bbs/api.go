@@ -18,10 +18,10 @@ func runAPICommand(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("api", flag.ContinueOnError)
 	listenAddr := fs.String("listen", envOr("BBS_LISTEN_ADDR", "127.0.0.1:8889"), "address to serve the API on [BBS_LISTEN_ADDR]")
 	protocolAddr := protocolListenFlag(fs)
-	metricsAddr := metricsListenFlag(fs, "")
 	logLevel := logLevelFlag(fs)
 	var tlsOpts tlsFlags
 	tlsOpts.register(fs)
+	metricsOpts := registerMetrics(fs, "", &tlsOpts)
 	var peerTLS clientTLSFlags
 	peerTLS.register(fs)
 	var tf temporalFlags
@@ -36,7 +36,7 @@ func runAPICommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer log.Sync()
-	reg, stopMetrics, err := startMetrics(*metricsAddr, log)
+	reg, stopMetrics, err := metricsOpts.start(log)
 	if err != nil {
 		return err
 	}

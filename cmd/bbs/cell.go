@@ -42,9 +42,9 @@ func runCellCommand(ctx context.Context, args []string) error {
 	evacTimeout := fs.Duration("evacuation-timeout", 10*time.Minute, "longest drain")
 	stopDrain := fs.Duration("stop-drain", envDuration("BBS_CELL_STOP_DRAIN", 2*time.Second), "how long a stopped instance keeps serving after routers were told to deregister it [BBS_CELL_STOP_DRAIN]")
 	logLevel := logLevelFlag(fs)
-	metricsAddr := metricsListenFlag(fs, "")
 	var serverTLS tlsFlags
 	serverTLS.register(fs)
+	metricsOpts := registerMetrics(fs, "", &serverTLS)
 	var clientTLS clientTLSFlags
 	clientTLS.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -55,7 +55,7 @@ func runCellCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer log.Sync()
-	reg, stopMetrics, err := startMetrics(*metricsAddr, log)
+	reg, stopMetrics, err := metricsOpts.start(log)
 	if err != nil {
 		return err
 	}

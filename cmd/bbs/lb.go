@@ -22,9 +22,9 @@ func runLBCommand(ctx context.Context, args []string) error {
 	protocolListen := fs.String("bbs-listen", envOr("BBS_LB_PROTOCOL_LISTEN_ADDR", "127.0.0.1:8890"), "the front of the BBS protocol; empty: none [BBS_LB_PROTOCOL_LISTEN_ADDR]")
 	protocolBackends := fs.String("bbs-backends", envOr("BBS_LB_PROTOCOL_BACKENDS", ""), "the API replicas' BBS-protocol addresses [BBS_LB_PROTOCOL_BACKENDS]")
 	logLevel := logLevelFlag(fs)
-	metricsAddr := metricsListenFlag(fs, lbMetricsAddr)
 	var serverTLS tlsFlags
 	serverTLS.register(fs)
+	metricsOpts := registerMetrics(fs, lbMetricsAddr, &serverTLS)
 	var backendTLS clientTLSFlags
 	backendTLS.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -50,7 +50,7 @@ func runLBCommand(ctx context.Context, args []string) error {
 		// Terminating TLS and passing plain text on (or the reverse) would expose the API.
 		return errors.New("mutual TLS on one side only: set both the BBS_TLS_* files (clients) and the BBS_PEER_CA_FILE/BBS_CLIENT_* files (replicas), or neither")
 	}
-	_, stopMetrics, err := startMetrics(*metricsAddr, log)
+	_, stopMetrics, err := metricsOpts.start(log)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"flag"
+	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/updatable-lrps/bbs/internal/system"
@@ -20,23 +22,49 @@ const (
 	sshProxyMetricsAddr   = "127.0.0.1:9893"
 )
 
-// metricsListenFlag registers --metrics-listen, the address of the process's own metrics
-// listener; def is the command's default.
-func metricsListenFlag(fs *flag.FlagSet, def string) *string {
-	return fs.String("metrics-listen", envOr("BBS_METRICS_LISTEN_ADDR", def),
-		"address to serve GET /metrics (Prometheus, plain HTTP: read-only series) on; empty: no listener of its own [BBS_METRICS_LISTEN_ADDR]")
+// metricsFlags are where a process serves its series: --metrics-listen, plain HTTP on
+// loopback, and beyond loopback only with mutual TLS (the BBS_TLS_* files), as every other
+// listener.
+type metricsFlags struct {
+	addr, def string
+	tls       *tlsFlags
 }
 
-// startMetrics makes the process's registry and serves it on addr, unless addr is empty,
-// until stop is called.
-func startMetrics(addr string, log *zap.Logger) (reg *prometheus.Registry, stop func(), err error) {
+// registerMetrics registers --metrics-listen, whose default is def, on fs. A command whose
+// listeners already take the BBS_TLS_* files passes them as serverTLS; for the others the
+// files are registered here, for the metrics listener alone.
+func registerMetrics(fs *flag.FlagSet, def string, serverTLS *tlsFlags) *metricsFlags {
+	m := &metricsFlags{def: def, tls: serverTLS}
+	fs.StringVar(&m.addr, "metrics-listen", envOr("BBS_METRICS_LISTEN_ADDR", def),
+		"address to serve GET /metrics (Prometheus) on: loopback, or anything with mutual TLS (BBS_TLS_* files); empty: no listener of its own [BBS_METRICS_LISTEN_ADDR]")
+	if m.tls == nil {
+		m.tls = &tlsFlags{}
+		m.tls.register(fs)
+	}
+	return m
+}
+
+// start makes the process's registry and serves it, unless the address is empty, until stop
+// is called. A default address another process holds (a second worker on the machine) is
+// not fatal: the series are then not served, and the log says so; an address given
+// explicitly must be free.
+func (m *metricsFlags) start(log *zap.Logger) (reg *prometheus.Registry, stop func(), err error) {
 	reg = metrics.NewRegistry()
-	if addr == "" {
+	if m.addr == "" {
 		return reg, func() {}, nil
 	}
-	m, err := system.ServeMetrics(addr, reg, log)
+	serverTLS, err := m.tls.serverConfig()
 	if err != nil {
 		return nil, nil, err
 	}
-	return reg, func() { m.Stop() }, nil
+	srv, err := system.ServeMetrics(m.addr, serverTLS, reg, log)
+	if errors.Is(err, syscall.EADDRINUSE) && m.addr == m.def {
+		log.Warn("metrics not served: the default address is taken (another process on this machine?); set --metrics-listen",
+			zap.String("address", m.addr), zap.Error(err))
+		return reg, func() {}, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return reg, func() { srv.Stop() }, nil
 }

@@ -15,7 +15,7 @@ func runRouterCommand(ctx context.Context, args []string) error {
 	adminAddr := fs.String("admin-listen", envOr("BBS_ROUTER_ADMIN_ADDR", "127.0.0.1:8081"), "GET /stats (loopback only) [BBS_ROUTER_ADMIN_ADDR]")
 	apiURL := fs.String("api-url", envOr("BBS_API_URL", "http://127.0.0.1:8889"), "the BBS API [BBS_API_URL]")
 	logLevel := logLevelFlag(fs)
-	metricsAddr := metricsListenFlag(fs, "")
+	metricsOpts := registerMetrics(fs, "", nil)
 	var peerTLS clientTLSFlags
 	peerTLS.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -26,7 +26,7 @@ func runRouterCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer log.Sync()
-	reg, stopMetrics, err := startMetrics(*metricsAddr, log)
+	reg, stopMetrics, err := metricsOpts.start(log)
 	if err != nil {
 		return err
 	}

@@ -104,7 +104,7 @@ func runSSHProxyCommand(ctx context.Context, args []string) error {
 	maxConns := fs.Int("max-connections", sshproxy.DefaultMaxConnections, "connections served at once")
 	handshake := fs.Duration("handshake-timeout", sshproxy.DefaultHandshakeTimeout, "time allowed for a user's handshake and password")
 	logLevel := logLevelFlag(fs)
-	metricsAddr := metricsListenFlag(fs, sshProxyMetricsAddr)
+	metricsOpts := registerMetrics(fs, sshProxyMetricsAddr, nil)
 	var peerTLS clientTLSFlags
 	peerTLS.register(fs)
 	fs.Usage = func() {
@@ -120,7 +120,7 @@ func runSSHProxyCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer log.Sync()
-	_, stopMetrics, err := startMetrics(*metricsAddr, log)
+	_, stopMetrics, err := metricsOpts.start(log)
 	if err != nil {
 		return err
 	}

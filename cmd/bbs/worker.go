@@ -56,7 +56,7 @@ func (r rolloutFlags) options() system.RolloutOptions {
 func runWorkerCommand(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	logLevel := logLevelFlag(fs)
-	metricsAddr := metricsListenFlag(fs, workerMetricsAddr)
+	metricsOpts := registerMetrics(fs, workerMetricsAddr, nil)
 	var tf temporalFlags
 	tf.register(fs)
 	var peerTLS clientTLSFlags
@@ -80,7 +80,7 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer log.Sync()
-	reg, stopMetrics, err := startMetrics(*metricsAddr, log)
+	reg, stopMetrics, err := metricsOpts.start(log)
 	if err != nil {
 		return err
 	}

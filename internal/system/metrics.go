@@ -2,7 +2,7 @@ package system
 
 import (
 	"context"
-	"net"
+	"crypto/tls"
 	"net/http"
 	"time"
 
@@ -18,17 +18,18 @@ type MetricsServer struct {
 	served *servedHTTP
 }
 
-// ServeMetrics serves reg at GET /metrics on addr. Unlike Listen it takes any address over
-// plain HTTP: the series are read-only and hold no secret (counts, durations, domain names),
-// and Prometheus scrapes plain HTTP on a private network.
-func ServeMetrics(addr string, reg prometheus.Gatherer, log *zap.Logger) (*MetricsServer, error) {
-	ln, err := net.Listen("tcp", addr)
+// ServeMetrics serves reg at GET /metrics on addr, as Listen allows: plain HTTP on loopback,
+// mutual TLS (serverTLS) anywhere else — Prometheus scrapes with a client certificate
+// (deploy/prometheus.yml). The series hold no secret, but a listener beyond loopback without
+// a client certificate is one more door, and every other listener here has none.
+func ServeMetrics(addr string, serverTLS *tls.Config, reg prometheus.Gatherer, log *zap.Logger) (*MetricsServer, error) {
+	ln, scheme, err := Listen(addr, serverTLS)
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics.Handler(reg))
-	m := &MetricsServer{served: serveHTTP(ln, "http", mux, log)}
+	m := &MetricsServer{served: serveHTTP(ln, scheme, mux, log)}
 	log.Info("metrics listening", zap.String("address", m.URL()))
 	return m, nil
 }
