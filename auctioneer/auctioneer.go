@@ -226,14 +226,20 @@ func (a *Auctioneer) Round(ctx context.Context) error {
 			guids = append(guids, w.Key.ProcessGUID)
 		}
 	}
+	fresh := a.usage.due(now, a.opts.Resync)
 	cells, repURL, err := a.cellsFor(ctx, guids, now)
 	if err != nil {
 		return err
 	}
 	result := auction.Place(cells, work)
-	if len(result.Failed) > 0 {
-		// Cells may have freed what the sums still count: the retry reads them afresh.
+	if len(result.Failed) > 0 && !fresh {
+		// Cells may have freed what the kept sums still count: before anything is recorded
+		// as not fitting, the auction runs again on sums read afresh.
 		a.usage.invalidate()
+		if cells, repURL, err = a.cellsFor(ctx, guids, now); err != nil {
+			return err
+		}
+		result = auction.Place(cells, work)
 	}
 	for _, f := range result.Failed {
 		if f.Work.TaskGUID != "" {

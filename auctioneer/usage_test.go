@@ -114,3 +114,36 @@ func desireN(t *testing.T, s *db.Store, guid string, n int32) {
 		t.Fatal(err)
 	}
 }
+
+// TestKeptUsageIsReadAfreshBeforeWorkIsFoundNotToFit: capacity freed since the last full
+// read (an instance gone) is not seen in the kept sums; work that does not fit on them is
+// auctioned again on sums read afresh before it is recorded as not fitting.
+func TestKeptUsageIsReadAfreshBeforeWorkIsFoundNotToFit(t *testing.T) {
+	s := dbtest.NewStore(t)
+	// Room for two 64 MB instances.
+	if _, err := s.DB().Exec(`INSERT INTO cells (cell_id, zone, rep_address, memory_mb, disk_mb, containers, expires_at)
+VALUES ('cell-1', 'z1', 'cell-1', 128, 100000, 1000, now() + interval '1 hour')`); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cells := &claimingCells{store: s}
+	a := auctioneer.New(s, s.Notifications(), cells, auctioneer.Options{Resync: time.Hour}, zap.NewNop())
+	desireN(t, s, "first", 2)
+	if err := a.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB().Exec(`DELETE FROM actual_lrps WHERE process_guid = 'first'`); err != nil {
+		t.Fatal(err)
+	}
+	desireN(t, s, "second", 2)
+	if err := a.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var unplaced []string
+	if err := s.DB().Select(&unplaced, `SELECT placement_error FROM actual_lrps WHERE process_guid = 'second' AND state <> 'CLAIMED'`); err != nil {
+		t.Fatal(err)
+	}
+	if len(unplaced) > 0 {
+		t.Fatalf("second's instances not placed on the freed cell: %q", unplaced)
+	}
+}
