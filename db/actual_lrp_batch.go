@@ -52,11 +52,25 @@ type slotKey struct {
 // it: two batches meet on the LRPs they mark healthy, or a batch meets single writes.
 const batchAttempts = 3
 
+// reportInstances writes reports with the next transaction of their kind's group (see
+// reportGroup), together with other cells' reports that arrive meanwhile.
 func (s *Store) reportInstances(ctx context.Context, reports []InstanceReport, start bool) ([]BatchResult, error) {
-	results := make([]BatchResult, len(reports))
 	if len(reports) == 0 {
-		return results, nil
+		return []BatchResult{}, nil
 	}
+	g := &s.claims
+	if start {
+		g = &s.starts
+	}
+	return g.do(ctx, reports, func(ctx context.Context, reports []InstanceReport) ([]BatchResult, error) {
+		return s.reportTogether(ctx, reports, start)
+	})
+}
+
+// reportTogether writes reports in one transaction (and those that need a single write
+// after it) and answers each.
+func (s *Store) reportTogether(ctx context.Context, reports []InstanceReport, start bool) ([]BatchResult, error) {
+	results := make([]BatchResult, len(reports))
 	alone := make([]int, 0) // reports answered by the single write after the batch
 	var err error
 	for range batchAttempts {
