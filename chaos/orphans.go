@@ -1,0 +1,141 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// instanceProcess is a process of an instance (or a task) on one of the cluster's process
+// cells, found by the CF_INSTANCE_GUID the executor gives it and the cell work directory its
+// HOME is in.
+type instanceProcess struct {
+	PID        int
+	Cell, Guid string
+}
+
+// instanceProcesses lists the live processes of the cluster's instances.
+func (c *Cluster) instanceProcesses() ([]instanceProcess, error) {
+	cells, err := filepath.Abs(filepath.Join(c.Dir, "cells"))
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []instanceProcess
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue // gone, or not ours to read
+		}
+		var guid, home string
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if v, ok := bytes.CutPrefix(kv, []byte("CF_INSTANCE_GUID=")); ok {
+				guid = string(v)
+			} else if v, ok := bytes.CutPrefix(kv, []byte("HOME=")); ok {
+				home = string(v)
+			}
+		}
+		rel, err := filepath.Rel(cells, home)
+		if guid == "" || err != nil || strings.HasPrefix(rel, "..") || zombie(pid) {
+			continue
+		}
+		cell, _, _ := strings.Cut(rel, string(filepath.Separator))
+		out = append(out, instanceProcess{PID: pid, Cell: cell, Guid: guid})
+	}
+	return out, nil
+}
+
+func zombie(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X'
+}
+
+// Orphans compares the instance processes on the machine with the BBS: an orphan is a
+// process that no instance (RUNNING or CLAIMED) or task (RUNNING) on its cell accounts for;
+// a lost instance is a RUNNING one on a process cell that has no process. Each names what
+// it found.
+func (c *Cluster) Orphans(ctx context.Context) (orphans, lost []string, err error) {
+	var lrps []model.ActualLRP
+	var tasks []model.Task
+	err = retry(ctx, func(ctx context.Context) (err error) {
+		if lrps, err = c.BBS.ActualLRPs(ctx, model.ActualLRPFilter{}); err != nil {
+			return err
+		}
+		tasks, err = c.BBS.Tasks(ctx, model.TaskFilter{})
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	procs, err := c.instanceProcesses()
+	if err != nil {
+		return nil, nil, err
+	}
+	accounted := map[string]bool{} // cell/guid
+	running := map[string]string{}  // cell/guid → what, for RUNNING instances
+	for _, a := range lrps {
+		if a.State == model.StateRunning || a.State == model.StateClaimed {
+			accounted[a.CellID+"/"+a.InstanceGUID] = true
+		}
+		if a.State == model.StateRunning {
+			running[a.CellID+"/"+a.InstanceGUID] = fmt.Sprintf("%s/%d (%s) on %s", a.ProcessGUID, a.Index, a.DefinitionID, a.CellID)
+		}
+	}
+	for _, t := range tasks {
+		if t.State == model.TaskRunning {
+			accounted[t.CellID+"/"+t.TaskGUID] = true
+		}
+	}
+	has := map[string]bool{}
+	for _, p := range procs {
+		key := p.Cell + "/" + p.Guid
+		has[key] = true
+		if !accounted[key] {
+			orphans = append(orphans, fmt.Sprintf("pid %d (%s on %s)", p.PID, p.Guid, p.Cell))
+		}
+	}
+	for key, what := range running {
+		if !has[key] {
+			lost = append(lost, what)
+		}
+	}
+	sort.Strings(orphans)
+	sort.Strings(lost)
+	return orphans, lost, nil
+}
+
+// WaitNoOrphans repeats Orphans until it finds nothing or within has passed (instances being
+// stopped take their drain and grace period to go), and returns the last findings.
+func (c *Cluster) WaitNoOrphans(ctx context.Context, within time.Duration) (orphans, lost []string, err error) {
+	deadline := time.Now().Add(within)
+	for {
+		orphans, lost, err = c.Orphans(ctx)
+		if err != nil || len(orphans)+len(lost) == 0 || time.Now().After(deadline) {
+			return orphans, lost, err
+		}
+		select {
+		case <-ctx.Done():
+			return orphans, lost, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
