@@ -15,8 +15,8 @@ import (
 func webDefinition(bin, id, version string) model.LRPDefinition {
 	return model.LRPDefinition{
 		DefinitionID: id, RootFS: "preloaded:cflinuxfs4", MemoryMB: 64, DiskMB: 64, Ports: []uint32{8080},
-		Env:    []model.EnvironmentVariable{{Name: "DEMO_VERSION", Value: version}},
-		Action: &model.Action{Run: &model.RunAction{Path: "/bin/sh", Args: []string{"-c", "sleep 1; exec " + bin}}},
+		Env:             []model.EnvironmentVariable{{Name: "DEMO_VERSION", Value: version}},
+		Action:          &model.Action{Run: &model.RunAction{Path: "/bin/sh", Args: []string{"-c", "sleep 1; exec " + bin}}},
 		CheckDefinition: &model.CheckDefinition{Checks: []model.Check{{HTTPCheck: &model.HTTPCheck{Port: 8080, Path: "/health"}}}},
 	}
 }

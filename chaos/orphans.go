@@ -91,7 +91,7 @@ func (c *Cluster) Orphans(ctx context.Context) (orphans, lost []string, err erro
 		return nil, nil, err
 	}
 	accounted := map[string]bool{} // cell/guid
-	running := map[string]string{}  // cell/guid → what, for RUNNING instances
+	running := map[string]string{} // cell/guid → what, for RUNNING instances
 	for _, a := range lrps {
 		if a.State == model.StateRunning || a.State == model.StateClaimed {
 			accounted[a.CellID+"/"+a.InstanceGUID] = true
