@@ -16,7 +16,8 @@ import (
 // an immediate shutdown) and the cluster restarts them: every rollout ends where its signals
 // put it, no request fails, no owed index is ever without a RUNNING instance, every index
 // ends with exactly one, no process is orphaned, the task's callback arrives once and no
-// event twice. CHAOS_TRIALS="cell api+leader ..." runs other trials.
+// event twice. CHAOS_TRIALS="cell api+leader ..." runs other trials; CHAOS_DIR keeps the
+// cluster's data and logs there.
 func TestChaos(t *testing.T) {
 	trials := chaos.MatrixShort
 	if s := os.Getenv("CHAOS_TRIALS"); s != "" {
@@ -25,8 +26,12 @@ func TestChaos(t *testing.T) {
 			trials = append(trials, strings.Split(trial, "+"))
 		}
 	}
+	dir := os.Getenv("CHAOS_DIR") // kept, with every process's log, for a look afterwards
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	ctx := context.Background()
-	c, err := chaos.Start(ctx, chaos.Config{BBS: bbsBin, TemporalServer: temporalServerBin(t), Dir: t.TempDir(), Logf: t.Logf})
+	c, err := chaos.Start(ctx, chaos.Config{BBS: bbsBin, TemporalServer: temporalServerBin(t), Dir: dir, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
