@@ -226,7 +226,9 @@ func (m *Matrix) Run(ctx context.Context, faultNames []string) Outcome {
 		o.RolloutsOK = len(want)
 	}
 	o.Rollouts = len(want)
-	if err := m.waitSettled(ctx, defsOf(want), 30*time.Second); err != nil {
+	// A stop the rollout sent to a cell that was down is sent again by convergence (every
+	// 30 s): the instance it retired may wait that long to go.
+	if err := m.waitSettled(ctx, defsOf(want), time.Minute); err != nil {
 		o.problem("%v", err)
 	} else {
 		o.Settled = time.Since(began)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/model"
 )
 
@@ -138,4 +139,56 @@ func (c *Cluster) WaitNoOrphans(ctx context.Context, within time.Duration) (orph
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// CellOrphans asks every cell what it holds and lists the containers (not completed) that no
+// instance (RUNNING or CLAIMED) or task (RUNNING) the BBS places on that cell accounts for:
+// what Orphans finds by processes, for cells of any executor.
+func (c *Cluster) CellOrphans(ctx context.Context) ([]string, error) {
+	var cells []model.CellPresence
+	var lrps []model.ActualLRP
+	var tasks []model.Task
+	err := retry(ctx, func(ctx context.Context) (err error) {
+		if cells, err = c.BBS.Cells(ctx); err != nil {
+			return err
+		}
+		if lrps, err = c.BBS.ActualLRPs(ctx, model.ActualLRPFilter{}); err != nil {
+			return err
+		}
+		tasks, err = c.BBS.Tasks(ctx, model.TaskFilter{})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	accounted := map[string]bool{}
+	for _, a := range lrps {
+		if a.State == model.StateRunning || a.State == model.StateClaimed {
+			accounted[a.CellID+"/"+a.InstanceGUID] = true
+		}
+	}
+	for _, t := range tasks {
+		if t.State == model.TaskRunning {
+			accounted[t.CellID+"/"+t.TaskGUID] = true
+		}
+	}
+	client := cellapi.NewClient(c.TLS)
+	var orphans []string
+	for _, cell := range cells {
+		var st *cellapi.State
+		err := retry(ctx, func(ctx context.Context) (err error) {
+			st, err = client.State(ctx, cell.RepAddress)
+			return err
+		})
+		if err != nil {
+			return orphans, fmt.Errorf("state of %s: %w", cell.CellID, err)
+		}
+		for _, ct := range st.Containers {
+			if ct.State != "COMPLETED" && !accounted[cell.CellID+"/"+ct.InstanceGUID] {
+				orphans = append(orphans, fmt.Sprintf("%s %s/%d (%s) on %s", ct.State, ct.Key.ProcessGUID, ct.Key.Index, ct.InstanceGUID, cell.CellID))
+			}
+		}
+	}
+	sort.Strings(orphans)
+	return orphans, nil
 }

@@ -59,7 +59,7 @@ func (o Outcome) OK() bool { return len(o.Problems) == 0 }
 
 // tableHeader are the table's columns; row fills them.
 var tableHeader = []string{"faults", "processes hit", "back up after", "rollouts as signalled", "at rest after",
-	"requests failed", "samples below desired", "orphans / lost", "callbacks", "events (received, twice, missing)", "result"}
+	"requests failed", "samples below desired (unsampled)", "orphans / lost", "callbacks", "events (received, twice, missing)", "result"}
 
 func (o Outcome) row() []string {
 	sent, failed := Totals(o.Traffic)
@@ -74,7 +74,7 @@ func (o Outcome) row() []string {
 	return []string{o.Faults, strings.Join(o.Victims, ", "), seconds(o.Restarted),
 		fmt.Sprintf("%d/%d", o.RolloutsOK, o.Rollouts), settled,
 		fmt.Sprintf("%d / %d", failed, sent),
-		fmt.Sprintf("%d / %d", o.Sampled.Violations, o.Sampled.Samples),
+		fmt.Sprintf("%d / %d (%d)", o.Sampled.Violations, o.Sampled.Samples, o.Sampled.Unsampled),
 		fmt.Sprintf("%d / %d", len(o.Orphans), len(o.Lost)),
 		fmt.Sprintf("%d", o.Callbacks),
 		fmt.Sprintf("%d, %d, %d", o.Events.Received, o.Events.Duplicates, o.Events.Missing), result}
