@@ -126,9 +126,14 @@ func (a *Agent) handleStop(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": model.Errorf(model.ErrResourceNotFound, "no container for %s/%d", req.Key.ProcessGUID, req.Key.Index)})
 		return
 	}
-	// Accepted now. A RUNNING instance keeps serving for the drain time while routers
-	// deregister it; one not yet RUNNING serves nothing and stops at once (seed 000: a
-	// superseded instance that has not started is stopped, not left to start).
+	a.stopAfterDrain(guid)
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// stopAfterDrain stops a container in the background. A RUNNING instance keeps serving for
+// the drain time while routers deregister it; one not yet RUNNING serves nothing and stops at
+// once (seed 000: a superseded instance that has not started is stopped, not left to start).
+func (a *Agent) stopAfterDrain(guid string) {
 	c, _ := a.exec.Get(guid)
 	drain := a.cfg.StopDrain
 	if c.State != executor.StateRunning {
@@ -142,7 +147,6 @@ func (a *Agent) handleStop(w http.ResponseWriter, r *http.Request) {
 			a.log.Warn("stop", zap.String("instance_guid", guid), zap.Error(err))
 		}
 	}()
-	writeJSON(w, http.StatusOK, struct{}{})
 }
 
 func (a *Agent) handleState(w http.ResponseWriter, r *http.Request) {
