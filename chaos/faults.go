@@ -3,11 +3,10 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/updatable-lrps/bbs/model"
 )
 
 // postgres names the cluster's PostgreSQL among its processes (its pid is its postmaster's).
@@ -65,22 +64,17 @@ func alternate(names ...string) func(context.Context, *Cluster, []string) (strin
 	}
 }
 
-// busiestCell is the cell that runs the most instances of apps.
+// busiestCell is the cell that runs the most instances of apps (of any LRP when apps is
+// empty).
 func busiestCell(ctx context.Context, c *Cluster, apps []string) (string, error) {
-	var all []model.ActualLRP
-	err := retry(ctx, func(ctx context.Context) (err error) {
-		all, err = c.BBS.ActualLRPs(ctx, model.ActualLRPFilter{})
-		return err
-	})
+	all, err := c.allInstances(ctx)
 	if err != nil {
 		return "", err
 	}
 	count := map[string]int{}
 	for _, a := range all {
-		for _, app := range apps {
-			if a.ProcessGUID == app && a.CellID != "" {
-				count[a.CellID]++
-			}
+		if a.CellID != "" && (len(apps) == 0 || slices.Contains(apps, a.ProcessGUID)) {
+			count[a.CellID]++
 		}
 	}
 	best := ""

@@ -21,8 +21,8 @@ type SoakConfig struct {
 	Duration time.Duration
 	// LRPs is how many LRPs it keeps desired (default 200), each of 1 to 4 instances.
 	LRPs int
-	// FaultEvery is the mean time between faults (default 30 s); 0 < FaultEvery. Faults are
-	// drawn from Faults (default: every fault but the cell's, see Soak).
+	// FaultEvery is the mean time between faults (default 30 s). Faults are drawn from
+	// Faults (default: every one of Faults).
 	FaultEvery time.Duration
 	Faults     []string
 	// Seed makes a run's choices repeatable (0: a random seed, printed).
@@ -53,7 +53,8 @@ type SoakResult struct {
 	// Sampled is the sampler's view over the whole run.
 	Sampled SamplerResult
 	// Unsettled are the LRPs not at rest (exactly one instance per index, RUNNING, on the
-	// active definition) after the run; Stuck the rollouts still under way then; Orphans
+	// active definition) after the run; Stuck the rollouts still under way then, or failed
+	// for another reason than their LRP's removal; Orphans
 	// the containers the cells hold that the BBS does not place there.
 	Unsettled, Stuck, Orphans []string
 	// Problems says what went wrong; none is the bar.
@@ -89,9 +90,9 @@ type soakLRP struct {
 // Soak runs a mixed workload on a cluster of sim cells for cfg.Duration — desires, scale
 // changes, rollouts, cancels, rollbacks and removes over cfg.LRPs LRPs — while faults hit
 // at random, sampling the invariant throughout; then it waits for rest and checks every LRP,
-// rollout and cell. Sim instances live inside their cell agent, so a killed sim cell takes
-// them with it (a lost machine, not a restarted process): the cell fault is for process
-// cells, which the matrix covers.
+// rollout and cell. Sim cells record their instances in their work directories, so that a
+// killed sim cell's instances live on and its restarted agent adopts them, as a process
+// cell's do.
 func Soak(ctx context.Context, c *Cluster, cfg SoakConfig) SoakResult {
 	if cfg.LRPs == 0 {
 		cfg.LRPs = 200
@@ -100,7 +101,9 @@ func Soak(ctx context.Context, c *Cluster, cfg SoakConfig) SoakResult {
 		cfg.FaultEvery = 30 * time.Second
 	}
 	if cfg.Faults == nil {
-		cfg.Faults = []string{"api", "leader", "temporal", "postgres"}
+		for _, f := range Faults {
+			cfg.Faults = append(cfg.Faults, f.Name)
+		}
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64()
@@ -395,8 +398,9 @@ func (s *soak) atRest(ctx context.Context) (stuck, unsettled []string, err error
 	counts := map[string]int{}
 	for _, r := range rollouts {
 		counts[r.State]++
-		if r.InProgress() {
-			stuck = append(stuck, fmt.Sprintf("%s to %s %s at index %d", r.ProcessGUID, r.ToDefinitionID, r.State, r.CurrentIndex))
+		// A rollout fails only when its LRP is removed under it, which the workload does.
+		if r.InProgress() || (r.State == model.RolloutFailed && r.Reason != "the LRP was removed") {
+			stuck = append(stuck, fmt.Sprintf("%s to %s %s at index %d (%s)", r.ProcessGUID, r.ToDefinitionID, r.State, r.CurrentIndex, r.Reason))
 		}
 	}
 	for _, d := range desired {

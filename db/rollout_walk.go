@@ -184,7 +184,7 @@ WHERE id = $1 RETURNING `+rolloutColumns, id, p.State, p.CurrentIndex, p.Updated
 // previous one until the walk back is done.
 func (s *Store) BeginCancel(ctx context.Context, id string) error {
 	return s.inTx(ctx, func(tx *sqlx.Tx) error {
-		r, err := lockRollout(ctx, tx, id)
+		r, err := lockRolloutAfterLRP(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -214,7 +214,7 @@ func (s *Store) FinishRollout(ctx context.Context, id, state, reason string) err
 		return model.Errorf(model.ErrInvalidRequest, "a rollout cannot finish as %q", state)
 	}
 	return s.inTx(ctx, func(tx *sqlx.Tx) error {
-		r, err := lockRollout(ctx, tx, id)
+		r, err := lockRolloutAfterLRP(ctx, tx, id)
 		if err != nil {
 			return err
 		}
