@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -62,8 +61,10 @@ type Cluster struct {
 	Cells []string
 	logf  func(format string, args ...any)
 
-	cmd  *exec.Cmd
-	out  *syncBuffer
+	cmd *exec.Cmd
+	// log is where `bbs cluster` writes: its supervisor's lines say which process died and
+	// when each is back.
+	log  string
 	done chan struct{}
 	err  error
 
@@ -97,12 +98,20 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		"--router-listen", addr(p.Router), "--router-admin-listen", addr(p.RouterAdmin),
 		"--instance-port-base", strconv.Itoa(p.Instances), "--cells", strconv.Itoa(cfg.Cells), "--cell-executor", cfg.CellExecutor}, cfg.Args...)
 	c := &Cluster{Dir: cfg.Dir, Ports: p, RouterURL: "http://" + addr(p.Router), logf: logf,
-		out: &syncBuffer{}, done: make(chan struct{})}
+		log: filepath.Join(cfg.Dir, "bbs-cluster.log"), done: make(chan struct{})}
 	for i := 1; i <= cfg.Cells; i++ {
 		c.Cells = append(c.Cells, fmt.Sprintf("cell-%d", i))
 	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	out, err := os.Create(c.log)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close() // the child has its own copy
 	c.cmd = exec.Command(cfg.BBS, args...)
-	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
+	c.cmd.Stdout, c.cmd.Stderr = out, out
 	// Ctrl-C in a terminal reaches the driver, which stops the cluster in order.
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	began := time.Now()
@@ -112,7 +121,8 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	go func() { c.err = c.cmd.Wait(); close(c.done) }()
 	if err := c.waitUp(ctx, 3*time.Minute); err != nil {
 		c.Stop()
-		return nil, fmt.Errorf("%w\n%s", err, c.out.tail(4000))
+		out := c.Output()
+		return nil, fmt.Errorf("%w\n%s", err, out[max(0, len(out)-4000):])
 	}
 	logf("bbs cluster up in %s (data in %s)", time.Since(began).Round(100*time.Millisecond), cfg.Dir)
 	return c, nil
@@ -122,7 +132,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 func (c *Cluster) waitUp(ctx context.Context, within time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	for !strings.Contains(c.out.String(), "Ctrl-C stops everything") {
+	for !strings.Contains(c.Output(), "Ctrl-C stops everything") {
 		select {
 		case <-c.done:
 			return fmt.Errorf("bbs cluster exited before it was up: %v", c.err)
@@ -162,8 +172,11 @@ func (c *Cluster) Stop() error {
 }
 
 // Output is what `bbs cluster` printed (its supervisor's log: which process died, when each
-// restarted).
-func (c *Cluster) Output() string { return c.out.String() }
+// restarted), kept in <Dir>/bbs-cluster.log.
+func (c *Cluster) Output() string {
+	b, _ := os.ReadFile(c.log)
+	return string(b)
+}
 
 // PID is the pid of the cluster's process name (api-1, worker-2, cell-3, temporal, ...) as
 // its pid file says; PostgreSQL's is its postmaster's.
@@ -232,29 +245,3 @@ outer:
 }
 
 func addr(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
-
-// syncBuffer keeps a process's output for failure messages.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) tail(n int) string {
-	out := s.String()
-	if len(out) > n {
-		out = "…" + out[len(out)-n:]
-	}
-	return out
-}

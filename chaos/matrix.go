@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -111,11 +112,10 @@ func (m *Matrix) update(ctx context.Context, guid string, def model.LRPDefinitio
 
 // waitSettled waits until every app of want is at rest on its definition (settled).
 func (m *Matrix) waitSettled(ctx context.Context, want map[string]string, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for {
+	return until(ctx, within, 200*time.Millisecond, func(ctx context.Context) (string, error) {
 		all, err := m.c.allInstances(ctx)
 		if err != nil {
-			return err
+			return "", err
 		}
 		var why []string
 		for guid, def := range want {
@@ -123,18 +123,9 @@ func (m *Matrix) waitSettled(ctx context.Context, want map[string]string, within
 				why = append(why, guid+": "+reason)
 			}
 		}
-		if len(why) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not at rest within %s: %s", within, strings.Join(why, "; "))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		sort.Strings(why)
+		return strings.Join(why, "; "), nil
+	})
 }
 
 // waitRouted waits until the router answers for every app.
@@ -143,23 +134,11 @@ func (m *Matrix) waitRouted(ctx context.Context, within time.Duration) error {
 	for _, app := range matrixApps {
 		hosts = append(hosts, host(app))
 	}
-	deadline := time.Now().Add(within)
-	for {
+	return until(ctx, within, 200*time.Millisecond, func(context.Context) (string, error) {
 		t := StartTraffic(m.c.RouterURL, hosts, 1)
 		time.Sleep(300 * time.Millisecond)
-		counts := t.Stop()
-		if _, failed := Totals(counts); failed == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the router does not route every app within %s: %s", within, describeFailures(counts))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		return describeFailures(t.Stop()), nil
+	})
 }
 
 // expected is where a trial's signals put an app's rollout: the rollout to definition to
@@ -315,58 +294,38 @@ func (c *Cluster) rollout(ctx context.Context, guid string) (*model.Rollout, err
 
 // waitUpdated waits until a rollout of guid has moved an index.
 func (m *Matrix) waitUpdated(ctx context.Context, guid string, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for {
+	return until(ctx, within, 100*time.Millisecond, func(ctx context.Context) (string, error) {
 		r, err := m.c.rollout(ctx, guid)
-		if err != nil {
-			return err
+		if err != nil || r.UpdatedInstances >= 1 || !r.InProgress() {
+			return "", err
 		}
-		if r.UpdatedInstances >= 1 || !r.InProgress() {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the rollout of %s moved no index within %s", guid, within)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return fmt.Sprintf("the rollout of %s has moved no index", guid), nil
+	})
 }
 
 // waitRollouts waits until every rollout has ended where want says.
 func (m *Matrix) waitRollouts(ctx context.Context, want map[string]expected, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for {
+	return until(ctx, within, 200*time.Millisecond, func(ctx context.Context) (string, error) {
 		var why []string
 		for guid, e := range want {
 			r, err := m.c.rollout(ctx, guid)
 			if err != nil {
-				return err
+				return "", err
 			}
 			if r.ToDefinitionID != e.to {
-				return fmt.Errorf("%s's latest rollout goes to %s, not %s", guid, r.ToDefinitionID, e.to)
+				return "", fmt.Errorf("%s's latest rollout goes to %s, not %s", guid, r.ToDefinitionID, e.to)
 			}
 			if r.State != e.state {
-				why = append(why, fmt.Sprintf("%s's rollout to %s is %s (want %s) at index %d, %d updated", guid, r.ToDefinitionID, r.State, e.state, r.CurrentIndex, r.UpdatedInstances))
+				w := fmt.Sprintf("%s's rollout to %s is %s (want %s) at index %d, %d updated", guid, r.ToDefinitionID, r.State, e.state, r.CurrentIndex, r.UpdatedInstances)
 				if !r.InProgress() {
-					return errors.New(strings.Join(why, "; "))
+					return "", errors.New(w)
 				}
+				why = append(why, w)
 			}
 		}
-		if len(why) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("within %s: %s", within, strings.Join(why, "; "))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		sort.Strings(why)
+		return strings.Join(why, "; "), nil
+	})
 }
 
 // checkCallback waits for the trial's task callback, then a little longer for a duplicate.

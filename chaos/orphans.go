@@ -1,17 +1,15 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/updatable-lrps/bbs/cellapi"
+	"github.com/updatable-lrps/bbs/internal/procs"
 	"github.com/updatable-lrps/bbs/model"
 )
 
@@ -29,45 +27,21 @@ func (c *Cluster) instanceProcesses() ([]instanceProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, err := os.ReadDir("/proc")
+	ps, err := procs.Scan("CF_INSTANCE_GUID", "HOME")
 	if err != nil {
 		return nil, err
 	}
 	var out []instanceProcess
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil {
-			continue // gone, or not ours to read
-		}
-		var guid, home string
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if v, ok := bytes.CutPrefix(kv, []byte("CF_INSTANCE_GUID=")); ok {
-				guid = string(v)
-			} else if v, ok := bytes.CutPrefix(kv, []byte("HOME=")); ok {
-				home = string(v)
-			}
-		}
-		rel, err := filepath.Rel(cells, home)
-		if guid == "" || err != nil || strings.HasPrefix(rel, "..") || zombie(pid) {
+	for _, p := range ps {
+		guid := p.Env["CF_INSTANCE_GUID"]
+		rel, err := filepath.Rel(cells, p.Env["HOME"])
+		if guid == "" || err != nil || strings.HasPrefix(rel, "..") {
 			continue
 		}
 		cell, _, _ := strings.Cut(rel, string(filepath.Separator))
-		out = append(out, instanceProcess{PID: pid, Cell: cell, Guid: guid})
+		out = append(out, instanceProcess{PID: p.PID, Cell: cell, Guid: guid})
 	}
 	return out, nil
-}
-
-func zombie(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X'
 }
 
 // Orphans compares the instance processes on the machine with the BBS: an orphan is a
@@ -127,18 +101,15 @@ func (c *Cluster) Orphans(ctx context.Context) (orphans, lost []string, err erro
 // WaitNoOrphans repeats Orphans until it finds nothing or within has passed (instances being
 // stopped take their drain and grace period to go), and returns the last findings.
 func (c *Cluster) WaitNoOrphans(ctx context.Context, within time.Duration) (orphans, lost []string, err error) {
-	deadline := time.Now().Add(within)
-	for {
+	err = until(ctx, within, 500*time.Millisecond, func(ctx context.Context) (string, error) {
+		var err error
 		orphans, lost, err = c.Orphans(ctx)
-		if err != nil || len(orphans)+len(lost) == 0 || time.Now().After(deadline) {
-			return orphans, lost, err
-		}
-		select {
-		case <-ctx.Done():
-			return orphans, lost, ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
+		return strings.Join(append(orphans, lost...), ", "), err
+	})
+	if len(orphans)+len(lost) > 0 {
+		err = nil // they are the findings, not a failure to look
 	}
+	return orphans, lost, err
 }
 
 // CellOrphans asks every cell what it holds and lists the containers (not completed) that no

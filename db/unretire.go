@@ -31,12 +31,19 @@ RETURNING `+actualColumns, guid, n, pq.StringArray(defs)); err != nil {
 	if err != nil {
 		return nil, err
 	}
-	events := make([]pendingEvent, len(kept))
-	for i, after := range kept {
+	return retirementChanged(kept), nil
+}
+
+// retirementChanged is the change event of each instance whose retirement was just given (or
+// withdrawn): as it is now, and as it was, one modification before with the other flag, so
+// that routers deregister (or register again) it.
+func retirementChanged(lrps []model.ActualLRP) []pendingEvent {
+	events := make([]pendingEvent, len(lrps))
+	for i, after := range lrps {
 		before := after
-		before.Retiring = true
+		before.Retiring = !after.Retiring
 		before.ModificationTag.Index--
 		events[i] = changed(model.EventActualLRPChanged, before, after)
 	}
-	return events, nil
+	return events
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/updatable-lrps/bbs/model"
 )
 
 // Adopter is a Backend whose instances can outlive the cell agent that started them: local
@@ -59,4 +61,25 @@ func (e *Executor) adopt(a Adopter) {
 			e.supervise(ctx, c, ad.Instance)
 		}()
 	}
+}
+
+// Record is what a backend keeps of an instance it started, so that an agent restarted after
+// its own death can adopt it (Adopter): the StartSpec without the log.
+type Record struct {
+	Guid       string                      `json:"guid"`
+	Key        model.ActualLRPKey          `json:"key"`
+	Definition model.LRPDefinition         `json:"definition"`
+	Address    string                      `json:"address"`
+	Ports      []model.PortMapping         `json:"ports,omitempty"`
+	Env        []model.EnvironmentVariable `json:"env,omitempty"`
+}
+
+// RecordOf is the record of an instance started from s.
+func RecordOf(s StartSpec) Record {
+	return Record{Guid: s.Guid, Key: s.Key, Definition: s.Definition, Address: s.Address, Ports: s.Ports, Env: s.Env}
+}
+
+// Spec is the StartSpec the record was made from, its output going to log.
+func (r Record) Spec(log io.Writer) StartSpec {
+	return StartSpec{Guid: r.Guid, Key: r.Key, Definition: r.Definition, Address: r.Address, Ports: r.Ports, Env: r.Env, Log: log}
 }

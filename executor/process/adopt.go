@@ -15,7 +15,6 @@ import (
 
 	"github.com/updatable-lrps/bbs/executor"
 	"github.com/updatable-lrps/bbs/internal/procs"
-	"github.com/updatable-lrps/bbs/model"
 )
 
 // stateDirName is the directory of the work directory that holds, beside the instance
@@ -31,16 +30,6 @@ const adoptedPoll = 100 * time.Millisecond
 // errAdoptedExit is how an adopted instance ended: its processes are not the agent's
 // children, so their exit status is lost to it.
 var errAdoptedExit = errors.New("exited after its cell agent restarted (exit status unknown)")
-
-// record is what a restarted agent needs of an instance to take it over.
-type record struct {
-	Guid       string                      `json:"guid"`
-	Key        model.ActualLRPKey          `json:"key"`
-	Definition model.LRPDefinition         `json:"definition"`
-	Address    string                      `json:"address"`
-	Ports      []model.PortMapping         `json:"ports,omitempty"`
-	Env        []model.EnvironmentVariable `json:"env,omitempty"`
-}
 
 func (b *Backend) stateDir() string               { return filepath.Join(b.workDir, stateDirName) }
 func (b *Backend) outputFile(guid string) string  { return filepath.Join(b.stateDir(), guid+".out") }
@@ -65,7 +54,7 @@ func (b *Backend) record(in *instance) {
 	if s.TaskGUID != "" {
 		return
 	}
-	data, err := json.Marshal(record{Guid: s.Guid, Key: s.Key, Definition: s.Definition, Address: s.Address, Ports: s.Ports, Env: s.Env})
+	data, err := json.Marshal(executor.RecordOf(s))
 	if err == nil {
 		tmp := b.recordFile(s.Guid) + ".tmp"
 		if err = os.WriteFile(tmp, data, 0o644); err == nil {
@@ -151,14 +140,14 @@ func (b *Backend) adopt(guid string, groups map[int]struct{}, log io.Writer) (*i
 	if err != nil {
 		return nil, fmt.Errorf("no record (still in setup, or a task): %w", err)
 	}
-	var r record
+	var r executor.Record
 	if err := json.Unmarshal(data, &r); err != nil || r.Guid != guid {
 		return nil, fmt.Errorf("unreadable record: %v", err)
 	}
 	if len(groups) == 0 {
 		return nil, errors.New("no live process")
 	}
-	spec := executor.StartSpec{Guid: r.Guid, Key: r.Key, Definition: r.Definition, Address: r.Address, Ports: r.Ports, Env: r.Env, Log: log}
+	spec := r.Spec(log)
 	out, err := followOutput(log, prefix(spec), b.outputFile(guid))
 	if err != nil {
 		return nil, err

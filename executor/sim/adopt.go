@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/updatable-lrps/bbs/executor"
-	"github.com/updatable-lrps/bbs/model"
 )
 
 // NewIn is New for a cell with a work directory: its running LRP instances are recorded
@@ -21,15 +20,10 @@ func NewIn(seed int64, dir string) *Backend { return &Backend{seed: seed, dir: d
 
 var _ executor.Adopter = (*Backend)(nil)
 
-// record is what adopting a sim instance needs: its start and when its action started.
+// record is what adopting a sim instance needs: its start, and when its action started.
 type record struct {
-	Guid       string                      `json:"guid"`
-	Key        model.ActualLRPKey          `json:"key"`
-	Definition model.LRPDefinition         `json:"definition"`
-	Address    string                      `json:"address"`
-	Ports      []model.PortMapping         `json:"ports,omitempty"`
-	Env        []model.EnvironmentVariable `json:"env,omitempty"`
-	Started    time.Time                   `json:"started"`
+	executor.Record
+	Started time.Time `json:"started"`
 }
 
 // record writes the record of a started LRP instance (tasks are not adopted: their outcome
@@ -38,8 +32,7 @@ func (b *Backend) record(spec executor.StartSpec, in *instance) {
 	if b.dir == "" || spec.TaskGUID != "" {
 		return
 	}
-	data, err := json.Marshal(record{Guid: spec.Guid, Key: spec.Key, Definition: spec.Definition, Address: spec.Address,
-		Ports: spec.Ports, Env: spec.Env, Started: in.started})
+	data, err := json.Marshal(record{Record: executor.RecordOf(spec), Started: in.started})
 	if err != nil {
 		return
 	}
@@ -81,7 +74,7 @@ func (b *Backend) Adopt(io.Writer) []executor.Adopted {
 			os.Remove(file)
 			continue
 		}
-		spec := executor.StartSpec{Guid: r.Guid, Key: r.Key, Definition: r.Definition, Address: r.Address, Ports: r.Ports, Env: r.Env}
+		spec := r.Spec(nil)
 		_, healthyDraw := b.draws(r.Guid)
 		in := b.run(spec, sc, healthyDraw, r.Started)
 		in.record = file
