@@ -17,13 +17,12 @@ type EventWatch struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu                 sync.Mutex
-	first, last        int64
-	received           int
-	duplicates         int // ids not above the one before them
-	reconnects         int
-	ids                map[int64]bool
-	firstErr, lastErrs string
+	mu          sync.Mutex
+	first, last int64
+	received    int
+	duplicates  int // ids not above the one before them
+	reconnects  int
+	ids         map[int64]bool
 }
 
 // WatchEvents subscribes until Stop.
@@ -41,8 +40,7 @@ func (w *EventWatch) run(ctx context.Context, c *Cluster) {
 		last := w.last
 		w.mu.Unlock()
 		events, err := c.BBS.EventsAfter(ctx, last)
-		if err != nil {
-			w.note(err.Error())
+		if err != nil { // no replica answers now: subscribe again shortly
 			select {
 			case <-ctx.Done():
 			case <-time.After(200 * time.Millisecond):
@@ -69,12 +67,6 @@ func (w *EventWatch) run(ctx context.Context, c *Cluster) {
 			w.mu.Unlock()
 		}
 	}
-}
-
-func (w *EventWatch) note(err string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.lastErrs = err
 }
 
 // EventResult is what a watch saw.

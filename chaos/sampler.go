@@ -107,7 +107,7 @@ func (s *Sampler) record(all []model.ActualLRP, err error, at time.Time) {
 	s.samples++
 	running := map[string]map[int32]bool{}
 	for _, a := range all {
-		if a.State != model.StateRunning {
+		if a.State != model.StateRunning || a.Retiring {
 			continue
 		}
 		if running[a.ProcessGUID] == nil {
