@@ -140,7 +140,8 @@ var acts *activities.Rollouts // names the activities, as Temporal resolves them
 //
 // Changes to it must keep the recorded histories replaying (rollout_replay_test.go): a
 // change to the commands it issues goes behind workflow.GetVersion. Versioned so far:
-// "final-progress", "rollback-without-definition" and "cancel-after-the-end".
+// "final-progress", "rollback-without-definition", "cancel-after-the-end" and
+// "cancel-walks-every-index-off".
 func RolloutWorkflow(ctx workflow.Context, in RolloutInput) (RolloutOutput, error) {
 	r := newRollout(ctx, in)
 	if err := workflow.SetQueryHandler(ctx, QueryProgress, r.queryProgress); err != nil {
@@ -356,6 +357,20 @@ func (r *rollout) recordCancel() (out RolloutOutput, over bool, err error) {
 		workflow.GetLogger(r.ctx).Warn("cancel of a rollout no longer in progress", "rollout_id", r.in.RolloutID)
 	} else if err != nil {
 		return RolloutOutput{}, false, err
+	}
+	// Version 1: the walk back also covers the indices that hold an instance of another
+	// definition without the walk having replaced them — created on the (healthy) target by
+	// a scale-up during the walk, or interrupted there: left out, they stayed on the
+	// abandoned target (found by the soak).
+	if workflow.GetVersion(r.ctx, "cancel-walks-every-index-off", workflow.DefaultVersion, 1) == 1 {
+		var off activities.IndicesOutput
+		in := activities.IndicesOffInput{ProcessGUID: r.in.ProcessGUID, DefinitionID: r.in.FromDefinitionID}
+		if err := r.local(r.ctx, in, acts.IndicesOff, &off); err != nil {
+			return RolloutOutput{}, false, err
+		}
+		for _, i := range off.Indices {
+			r.walked.Replaced = insert(r.walked.Replaced, i)
+		}
 	}
 	r.stop = stopNone
 	return RolloutOutput{}, false, nil

@@ -34,3 +34,19 @@ func TestRolloutCancelOfAFinishedRowEndsAsTheRowSays(t *testing.T) {
 		}
 	}
 }
+
+// A cancel walks back, besides the indices the walk replaced, those the store says hold
+// another definition than the from one — created on the target by a scale-up during the
+// walk, which the walk had not reached.
+func TestRolloutCancelWalksBackTheIndicesAScaleUpAdded(t *testing.T) {
+	w := newWorld(t, 4)
+	w.onAwait(awaitOf("def2", 2), time.Hour)
+	w.onAwait(notAwaitOf("def2", 2), 0)
+	w.off = []int32{0, 1, 3} // 0 and 1 replaced, 3 created on def2 by a scale-up
+	w.signal(30*time.Minute, workflows.SignalCancel, nil)
+	out := w.run(input())
+	assertWalk(t, w, forward("def2", 0, 1), []string{"desire def2 2", "await def2 2", "retire def2 2"}, forward("def1", 3, 1, 0))
+	if out.State != model.RolloutCanceled {
+		t.Fatalf("output %+v", out)
+	}
+}
