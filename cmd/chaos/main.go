@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -53,6 +54,14 @@ func run(ctx context.Context, mode string, args []string) (bool, error) {
 	seed := fs.Uint64("seed", 0, "soak: the random seed (0: a random one, printed)")
 	if err := fs.Parse(args); err != nil {
 		return false, err
+	}
+	// Instances run in directories of their own: the demo app must be named absolutely.
+	for _, path := range []*string{bbs, temporal, demo} {
+		abs, err := filepath.Abs(*path)
+		if err != nil {
+			return false, err
+		}
+		*path = abs
 	}
 	if v := os.Getenv("SOAK_DURATION"); v != "" && mode == "soak" {
 		d, err := time.ParseDuration(v)
