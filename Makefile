@@ -9,7 +9,7 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 # The temporal CLI on PATH if there is one, else the pinned build in bin/.
 TEMPORAL  ?= $(or $(shell command -v temporal 2>/dev/null),$(CURDIR)/bin/temporal)
 
-.PHONY: run cluster demo test test-short compat fuzz bench bench-scale build vet fmt clean doctor proto proto-check
+.PHONY: run cluster demo test test-short compat fuzz bench bench-scale chaos soak build vet fmt clean doctor proto proto-check
 
 build: bin/bbs
 
@@ -72,6 +72,21 @@ bench: $(TEMPORAL)
 ## BENCH_SCALE_LRPS and BENCH_SCALE_CELLS shrink it.
 bench-scale:
 	$(GO) test ./bench -run '^$$' -bench 'Scale' -benchtime 1x -timeout 90m -v
+
+## chaos: kill make cluster's processes (an API replica, the placement leader, a cell, the Temporal
+## server, PostgreSQL), each alone then every pair, during rollouts, cancels and rollbacks under
+## traffic; prints the table of faults × outcomes (docs/RELIABILITY.md). CHAOS_TRIALS="cell api+leader" picks trials.
+chaos: bin/bbs $(CURDIR)/bin/temporal-server
+	$(GO) build -o bin/demoapp ./cmd/demoapp
+	$(GO) build -o bin/chaos ./cmd/chaos
+	bin/chaos matrix --bbs bin/bbs --demoapp bin/demoapp --temporal-server-bin $(CURDIR)/bin/temporal-server --trials "$(CHAOS_TRIALS)"
+
+SOAK_DURATION ?= 10m
+## soak: a mixed workload (desires, scale changes, rollouts, cancels, rollbacks, removes) over 200 LRPs
+## on sim cells for SOAK_DURATION (default 10m), with faults at random; prints requests, rollouts, faults, violations.
+soak: bin/bbs $(CURDIR)/bin/temporal-server
+	$(GO) build -o bin/chaos ./cmd/chaos
+	bin/chaos soak --bbs bin/bbs --temporal-server-bin $(CURDIR)/bin/temporal-server --duration $(SOAK_DURATION)
 
 ## fuzz: run the request-decoding fuzzers (JSON API, BBS protocol) for a while (their corpora are replayed by `make test`).
 fuzz:

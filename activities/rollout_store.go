@@ -27,6 +27,9 @@ type RolloutStore interface {
 	// RetireInstance retires the ORDINARY instance of def at index the same way (a flaky
 	// index given up), returning it when its cell must stop it.
 	RetireInstance(ctx context.Context, guid, def string, index int32) ([]model.ActualLRP, error)
+	// IndicesOff lists the indices below the LRP's count holding an ORDINARY instance, not
+	// retiring, of another definition than def.
+	IndicesOff(ctx context.Context, guid, def string) ([]int32, error)
 	// RecordRolloutProgress stores where the walk is.
 	RecordRolloutProgress(ctx context.Context, id string, p model.RolloutProgress) error
 	// BeginCancel turns a rollout into a walk back: state canceling, the LRP's active (and

@@ -81,6 +81,10 @@ func (f *fakeRolloutStore) RetireInstance(context.Context, string, string, int32
 	return f.toStop, nil
 }
 
+func (f *fakeRolloutStore) IndicesOff(context.Context, string, string) ([]int32, error) {
+	return nil, nil
+}
+
 func (f *fakeRolloutStore) RecordRolloutProgress(context.Context, string, model.RolloutProgress) error {
 	return nil
 }

@@ -47,7 +47,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, banner string, k
 		s.writeError(w, r, model.Errorf(model.ErrUnavailable, "streaming is not supported on this connection"))
 		return
 	}
-	events, cancel := s.events.Subscribe()
+	events, cancel := s.subscribe(r)
 	defer cancel()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

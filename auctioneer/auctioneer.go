@@ -130,6 +130,10 @@ func New(store Store, notes Notifications, cells Cells, opts Options, log *zap.L
 		sent: map[slot]attempt{}, failed: map[slot]time.Time{}}
 }
 
+// LeaderLock is the name of the leader lock (db.Store.TryLeadership) whose holder places:
+// db.LeaderLockKey(LeaderLock) finds it in pg_locks.
+const LeaderLock = "auctioneer"
+
 // Run places instances until ctx ends, leading when it can.
 func (a *Auctioneer) Run(ctx context.Context) error {
 	sub := a.notes.Subscribe(ctx, db.PlacementChannel)
@@ -142,7 +146,7 @@ func (a *Auctioneer) Run(ctx context.Context) error {
 	}()
 	for {
 		if lead == nil {
-			l, ok, err := a.store.TryLeadership(ctx, "auctioneer")
+			l, ok, err := a.store.TryLeadership(ctx, LeaderLock)
 			if err != nil && ctx.Err() == nil {
 				a.log.Warn("leader lock", zap.Error(err))
 			}

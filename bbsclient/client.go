@@ -301,9 +301,19 @@ func (c *Client) LRPDeployments(ctx context.Context, f model.DesiredLRPFilter) (
 // stream breaks; the channel then closes. Callers resync after a break: events in between
 // are not replayed.
 func (c *Client) Events(ctx context.Context) (<-chan model.Event, error) {
+	return c.EventsAfter(ctx, 0)
+}
+
+// EventsAfter is Events resumed after the event with id last (0: from now on), sent as the
+// stream's Last-Event-ID: a server that keeps its event log replays the events since, so
+// that a subscriber whose stream broke misses none.
+func (c *Client) EventsAfter(ctx context.Context, last int64) (<-chan model.Event, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/events/lrp_instances", nil)
 	if err != nil {
 		return nil, err
+	}
+	if last > 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(last, 10))
 	}
 	streaming := &http.Client{Transport: c.http.Transport} // no overall timeout on a stream
 	res, err := streaming.Do(req)

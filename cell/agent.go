@@ -142,7 +142,7 @@ func (a *Agent) Run(ctx context.Context, ready func(repURL string)) error {
 	go srv.Serve(ln)
 	defer srv.Close()
 
-	if err := a.heartbeat(ctx); err != nil {
+	if err := a.announce(ctx); err != nil {
 		return fmt.Errorf("announce cell: %w", err)
 	}
 	a.log.Info("cell up", zap.String("rep", a.repURL), zap.String("zone", a.cfg.Zone))

@@ -223,6 +223,11 @@ func (a *Agent) applyDecision(ctx context.Context, c *executor.Container, lrp *m
 			return nil
 		}
 	}
+	if missedStop(c, lrp, a.cfg.ID) {
+		a.log.Info("stopping an instance the BBS retired", zap.String("instance_guid", c.Guid))
+		a.stopAfterDrain(c.Guid, true)
+		return nil
+	}
 	action := Decide(c, lrp, a.cfg.ID)
 	if action == DoNothing {
 		return nil
@@ -279,4 +284,13 @@ func (a *Agent) instanceKey(c *executor.Container) model.ActualLRPInstanceKey {
 
 func netInfo(c *executor.Container) model.ActualLRPNetInfo {
 	return model.ActualLRPNetInfo{Address: c.Address, Ports: c.Ports, InstanceAddress: c.Address}
+}
+
+// missedStop reports a container whose instance the BBS has retired (and so asked this cell
+// to stop) but which still runs: the stop request never arrived — the cell was down when it
+// was sent, and came back adopting the instance. The cell carries it out rather than leave
+// the index with two instances until convergence sends the request again.
+func missedStop(c *executor.Container, lrp *model.ActualLRP, cellID string) bool {
+	return c != nil && lrp != nil && lrp.Retiring && lrp.CellID == cellID && lrp.InstanceGUID == c.Guid &&
+		(c.State == executor.StateRunning || c.State == executor.StateCreated || c.State == executor.StateInitializing)
 }

@@ -1,6 +1,7 @@
 package cell
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -126,9 +127,16 @@ func (a *Agent) handleStop(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": model.Errorf(model.ErrResourceNotFound, "no container for %s/%d", req.Key.ProcessGUID, req.Key.Index)})
 		return
 	}
-	// Accepted now. A RUNNING instance keeps serving for the drain time while routers
-	// deregister it; one not yet RUNNING serves nothing and stops at once (seed 000: a
-	// superseded instance that has not started is stopped, not left to start).
+	a.stopAfterDrain(guid, req.Retiring)
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// stopAfterDrain stops a container in the background. A RUNNING instance keeps serving for
+// the drain time while routers deregister it; one not yet RUNNING serves nothing and stops at
+// once (seed 000: a superseded instance that has not started is stopped, not left to start).
+// A stop of a retiring instance is carried out only if it still is after the drain: a
+// scale-up meanwhile may have withdrawn its retirement.
+func (a *Agent) stopAfterDrain(guid string, retiring bool) {
 	c, _ := a.exec.Get(guid)
 	drain := a.cfg.StopDrain
 	if c.State != executor.StateRunning {
@@ -137,12 +145,15 @@ func (a *Agent) handleStop(w http.ResponseWriter, r *http.Request) {
 	go func() {
 		if drain > 0 {
 			time.Sleep(drain)
+			if retiring && a.retirementWithdrawn(c) {
+				a.log.Info("not stopping an instance whose retirement was withdrawn", zap.String("instance_guid", guid))
+				return
+			}
 		}
 		if err := a.exec.Stop(guid); err != nil {
 			a.log.Warn("stop", zap.String("instance_guid", guid), zap.Error(err))
 		}
 	}()
-	writeJSON(w, http.StatusOK, struct{}{})
 }
 
 func (a *Agent) handleState(w http.ResponseWriter, r *http.Request) {
@@ -164,4 +175,13 @@ func wireContainer(c executor.Container) cellapi.Container {
 		Address: c.Address, Ports: c.Ports, Since: c.Since,
 		Result: cellapi.ContainerResult{Failed: c.Result.Failed, FailureReason: c.Result.FailureReason, Stopped: c.Result.Stopped},
 	}
+}
+
+// retirementWithdrawn reports whether the BBS's instance that container c holds is no longer
+// retiring; when the BBS cannot be read, the stop it asked for goes ahead.
+func (a *Agent) retirementWithdrawn(c executor.Container) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	lrp, err := a.readSlot(ctx, c.Key)
+	return err == nil && lrp != nil && lrp.InstanceGUID == c.Guid && lrp.CellID == a.cfg.ID && !lrp.Retiring
 }

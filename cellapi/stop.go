@@ -7,4 +7,9 @@ import "github.com/updatable-lrps/bbs/model"
 type StopRequest struct {
 	Key          model.ActualLRPKey `json:"actual_lrp_key"`
 	InstanceGUID string             `json:"instance_guid"`
+	// Retiring says the BBS retired the instance (model.ActualLRP.Retiring) when it asked
+	// for the stop: the cell, after its drain, stops it only if it still is, since a scale-up
+	// in between may have withdrawn the retirement. Stops of instances that were not retiring
+	// (an undesired extra convergence found) are carried out unconditionally.
+	Retiring bool `json:"retiring,omitempty"`
 }

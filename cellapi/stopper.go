@@ -109,7 +109,7 @@ func (s *Stopper) CancelTask(ctx context.Context, cellID, guid string) error {
 func (s *Stopper) stopOnCell(ctx context.Context, cellID, url string, lrps []model.ActualLRP, indices []int, errs []error) {
 	for n, i := range indices {
 		a := &lrps[i]
-		err := s.Client.Stop(ctx, url, StopRequest{Key: a.ActualLRPKey, InstanceGUID: a.InstanceGUID})
+		err := s.Client.Stop(ctx, url, StopRequest{Key: a.ActualLRPKey, InstanceGUID: a.InstanceGUID, Retiring: a.Retiring})
 		if err == nil {
 			continue
 		}

@@ -187,14 +187,7 @@ WHERE `+where+` AND NOT retiring RETURNING `+actualColumns, args...); err != nil
 	if err != nil {
 		return nil, err
 	}
-	events := make([]pendingEvent, len(marked))
-	for i, after := range marked {
-		before := after
-		before.Retiring = false
-		before.ModificationTag.Index--
-		events[i] = changed(model.EventActualLRPChanged, before, after)
-	}
-	if err := appendEvents(ctx, tx, events...); err != nil {
+	if err := appendEvents(ctx, tx, retirementChanged(marked)...); err != nil {
 		return nil, err
 	}
 	rows = nil

@@ -332,10 +332,14 @@ WHERE process_guid = $1`, row.ProcessGUID, set.Instances, set.Routes, set.Routes
 		}
 	}
 	var created, removed []model.ActualLRP
+	var kept []pendingEvent
 	if set.Instances > row.Instances {
 		def := row.ActiveDefinitionID
 		if row.HealthyDefinitionID.Valid {
 			def = row.HealthyDefinitionID.String
+		}
+		if kept, err = unretireIndicesBelow(ctx, tx, row.ProcessGUID, set.Instances, []string{def, row.ActiveDefinitionID}); err != nil {
+			return nil, err
 		}
 		if created, err = s.createMissingInstances(ctx, tx, row.ProcessGUID, row.Domain, def, set.Instances); err != nil {
 			return nil, err
@@ -346,7 +350,7 @@ WHERE process_guid = $1`, row.ProcessGUID, set.Instances, set.Routes, set.Routes
 			return nil, err
 		}
 	}
-	return append(instanceEvents(model.EventActualLRPCreated, created), instanceEvents(model.EventActualLRPRemoved, removed)...), nil
+	return append(append(kept, instanceEvents(model.EventActualLRPCreated, created)...), instanceEvents(model.EventActualLRPRemoved, removed)...), nil
 }
 
 func (s *Store) desiredInTx(ctx context.Context, tx *sqlx.Tx, guid string) (*model.DesiredLRP, error) {

@@ -3,7 +3,9 @@ package db
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"io"
 	"net"
 
 	"github.com/google/uuid"
@@ -41,8 +43,12 @@ func mapError(err error) error {
 		}
 		return err
 	}
+	// A connection the server dropped (PostgreSQL restarted) comes back as driver.ErrBadConn
+	// once database/sql has tried the pool's other dead connections, or as an unexpected EOF
+	// mid-statement: the database is unavailable for now, and a client should try again.
 	var netErr net.Error
-	if errors.As(err, &netErr) || errors.Is(err, sql.ErrConnDone) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.As(err, &netErr) || errors.Is(err, sql.ErrConnDone) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return model.WrapError(model.ErrUnavailable, "database unavailable", err)
 	}
 	return err

@@ -3,7 +3,9 @@ package db
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"io"
 	"net"
 	"testing"
 
@@ -30,6 +32,8 @@ func TestMapErrorKeepsTheCause(t *testing.T) {
 		{"network", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}, model.ErrUnavailable, "database unavailable", true},
 		{"connection done", sql.ErrConnDone, model.ErrUnavailable, "database unavailable", true},
 		{"deadline", context.DeadlineExceeded, model.ErrUnavailable, "database unavailable", true},
+		{"bad connection (the server restarted)", driver.ErrBadConn, model.ErrUnavailable, "database unavailable", true},
+		{"connection cut mid-statement", io.ErrUnexpectedEOF, model.ErrUnavailable, "database unavailable", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := mapError(c.in)

@@ -228,9 +228,7 @@ type Leadership struct {
 // own: whoever holds it leads (placement runs in one process at a time), and the lock goes
 // with the connection if the process dies. held is false when another process leads.
 func (s *Store) TryLeadership(ctx context.Context, name string) (l *Leadership, held bool, err error) {
-	h := fnv.New64a()
-	fmt.Fprint(h, "bbs-leader:"+name)
-	key := int64(h.Sum64())
+	key := LeaderLockKey(name)
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return nil, false, mapError(err)
@@ -240,6 +238,15 @@ func (s *Store) TryLeadership(ctx context.Context, name string) (l *Leadership, 
 		return nil, false, mapError(err)
 	}
 	return &Leadership{conn: conn, key: key}, true, nil
+}
+
+// LeaderLockKey is the PostgreSQL advisory lock key of the leader lock called name, so that
+// an operator (or a chaos test) can find the session, and so the process, that leads:
+// pg_locks shows it with its high half in classid and its low half in objid.
+func LeaderLockKey(name string) int64 {
+	h := fnv.New64a()
+	fmt.Fprint(h, "bbs-leader:"+name)
+	return int64(h.Sum64())
 }
 
 // Alive checks that the lock's connection still stands.

@@ -125,9 +125,15 @@ func (s *Store) RetireOthers(ctx context.Context, guid, keep string, index int32
 	return s.retireAt(ctx, guid, index, `definition_id <> $3`, keep)
 }
 
-// RetireInstance retires the ORDINARY instance of def at index.
+// RetireInstance retires the ORDINARY instance of def at index — unless it is all the index
+// has while the LRP still wants the index: a rollout interrupted at an index that a scale-up
+// during it created on the target, with no old instance to keep serving, would leave the
+// index empty. The instance then stays for the walk (back) to replace.
 func (s *Store) RetireInstance(ctx context.Context, guid, def string, index int32) ([]model.ActualLRP, error) {
-	return s.retireAt(ctx, guid, index, `definition_id = $3`, def)
+	return s.retireAt(ctx, guid, index, `definition_id = $3 AND (
+    instance_index >= (SELECT coalesce(max(l.instances), 0) FROM desired_lrps l WHERE l.process_guid = $1)
+    OR EXISTS (SELECT 1 FROM actual_lrps o WHERE o.process_guid = $1 AND o.instance_index = $2
+        AND o.presence = 'ORDINARY' AND NOT o.retiring AND o.definition_id <> $3))`, def)
 }
 
 // retireAt deletes the matching UNCLAIMED and CRASHED instances at index and marks the
@@ -184,7 +190,7 @@ WHERE id = $1 RETURNING `+rolloutColumns, id, p.State, p.CurrentIndex, p.Updated
 // previous one until the walk back is done.
 func (s *Store) BeginCancel(ctx context.Context, id string) error {
 	return s.inTx(ctx, func(tx *sqlx.Tx) error {
-		r, err := lockRollout(ctx, tx, id)
+		r, err := lockRolloutAfterLRP(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -215,7 +221,7 @@ func (s *Store) FinishRollout(ctx context.Context, id, state, reason string) (fi
 		return false, model.Errorf(model.ErrInvalidRequest, "a rollout cannot finish as %q", state)
 	}
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		r, err := lockRollout(ctx, tx, id)
+		r, err := lockRolloutAfterLRP(ctx, tx, id)
 		if err != nil {
 			return err
 		}

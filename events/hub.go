@@ -69,9 +69,17 @@ func NewHub(src Source, notes Notifications, opts Options, log *zap.Logger) *Hub
 // hub itself did and events were pruned before it read them: either way the subscriber
 // missed events, and must re-read the state.
 func (h *Hub) Subscribe() (<-chan model.Event, func()) {
+	ch, cancel, _ := h.subscribe()
+	return ch, cancel
+}
+
+// subscribe is Subscribe that also says the id of the last event the hub passed on before
+// the subscription: the channel carries those after it.
+func (h *Hub) subscribe() (<-chan model.Event, func(), int64) {
 	ch := make(chan model.Event, h.opts.Buffer)
 	h.mu.Lock()
 	h.subs[ch] = struct{}{}
+	last := h.last
 	h.mu.Unlock()
 	return ch, func() {
 		h.mu.Lock()
@@ -80,7 +88,7 @@ func (h *Hub) Subscribe() (<-chan model.Event, func()) {
 			delete(h.subs, ch)
 			close(ch)
 		}
-	}
+	}, last
 }
 
 // Run follows the log until ctx ends; then every subscriber's channel is closed, so that

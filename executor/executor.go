@@ -128,13 +128,14 @@ type container struct {
 	done chan struct{}
 }
 
-// New returns an Executor that starts instances through b.
+// New returns an Executor that starts instances through b, having adopted those that an
+// earlier executor on the same backend left running (Adopter).
 func New(b Backend, cfg Config, log *zap.Logger) *Executor {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	cfg = cfg.withDefaults()
-	return &Executor{
+	e := &Executor{
 		backend:    b,
 		cfg:        cfg,
 		log:        log,
@@ -143,6 +144,10 @@ func New(b Backend, cfg Config, log *zap.Logger) *Executor {
 		nextPort:   cfg.PortRangeStart,
 		subs:       make(map[int]chan Event),
 	}
+	if a, ok := b.(Adopter); ok {
+		e.adopt(a)
+	}
+	return e
 }
 
 // Reserve registers a RESERVED container for spec and allocates one free host port per port of

@@ -31,9 +31,6 @@ func HasReadinessCheck(def model.LRPDefinition) bool {
 func (e *Executor) lifecycle(ctx context.Context, c *container) {
 	defer e.wg.Done()
 	defer close(c.done)
-	log := e.log.With(zap.String("guid", c.Guid), zap.String("process_guid", c.Key.ProcessGUID),
-		zap.Int32("index", c.Key.Index))
-
 	inst, err := e.backend.Start(ctx, e.startSpec(c))
 	if err != nil {
 		// When Stop caused the failure, the container is already COMPLETED as stopped and
@@ -41,6 +38,14 @@ func (e *Executor) lifecycle(ctx context.Context, c *container) {
 		e.complete(c, crashed(err.Error()))
 		return
 	}
+	e.supervise(ctx, c, inst)
+}
+
+// supervise takes a container from its instance's start (or adoption) to COMPLETED, and
+// then shuts the instance down.
+func (e *Executor) supervise(ctx context.Context, c *container, inst Instance) {
+	log := e.log.With(zap.String("guid", c.Guid), zap.String("process_guid", c.Key.ProcessGUID),
+		zap.Int32("index", c.Key.Index))
 	// Whatever ends the container, the instance must not outlive it.
 	defer inst.Stop(e.cfg.StopGracePeriod)
 	if !e.transition(c, StateCreated) {

@@ -140,7 +140,8 @@ var acts *activities.Rollouts // names the activities, as Temporal resolves them
 //
 // Changes to it must keep the recorded histories replaying (rollout_replay_test.go): a
 // change to the commands it issues goes behind workflow.GetVersion. Versioned so far:
-// "final-progress" and "rollback-without-definition".
+// "final-progress", "rollback-without-definition", "cancel-after-the-end" and
+// "cancel-walks-every-index-off".
 func RolloutWorkflow(ctx workflow.Context, in RolloutInput) (RolloutOutput, error) {
 	r := newRollout(ctx, in)
 	if err := workflow.SetQueryHandler(ctx, QueryProgress, r.queryProgress); err != nil {
@@ -153,8 +154,10 @@ func RolloutWorkflow(ctx workflow.Context, in RolloutInput) (RolloutOutput, erro
 		// First what the last walk's end (or the run before) asks for: a rollback recorded
 		// as a new rollout, a cancel recorded on the row.
 		r.recordRollback()
-		if err := r.recordCancel(); err != nil {
+		if out, over, err := r.recordCancel(); err != nil {
 			return r.failOrGone(err)
+		} else if over {
+			return out, nil
 		}
 		if err := r.report(); err != nil {
 			return r.failOrGone(err)
@@ -321,21 +324,56 @@ func (r *rollout) recordRollback() {
 		FromDefinitionID: out.FromDefinitionID})
 }
 
-// recordCancel marks the row canceling (BeginCancel) before the walk back of a cancel.
-func (r *rollout) recordCancel() error {
+// recordCancel marks the row canceling (BeginCancel) before the walk back of a cancel. over
+// says that the rollout has ended instead, with out.
+func (r *rollout) recordCancel() (out RolloutOutput, over bool, err error) {
 	if r.stop != stopCanceled {
-		return nil
+		return RolloutOutput{}, false, nil
 	}
-	err := r.local(r.ctx, activities.RolloutIDInput{RolloutID: r.in.RolloutID}, acts.BeginCancel, nil)
+	err = r.local(r.ctx, activities.RolloutIDInput{RolloutID: r.in.RolloutID}, acts.BeginCancel, nil)
 	if hasType(err, model.ErrNoUpdateInProgress) {
-		// The row ended meanwhile, most likely superseded with the signal on its way:
-		// walking back is still right until that signal switches the walk.
+		// Version 1: a row that ended completed, canceled or failed ends the rollout. This
+		// run ended it itself: the cancel came while the workflow task that finished the walk
+		// ran, the server refused that task's completion for it, and the retried task saw the
+		// signal before the end — but the first attempt's local activities had run (the row
+		// final, the definitions pruned). Walking back then left instances on the from
+		// definition of a rollout recorded as completed (found by the soak).
+		if workflow.GetVersion(r.ctx, "cancel-after-the-end", workflow.DefaultVersion, 1) == 1 {
+			load, lerr := r.load()
+			if lerr != nil {
+				return RolloutOutput{}, false, lerr
+			}
+			switch s := load.Rollout.State; {
+			case !load.Exists:
+				out, err = r.finish(model.RolloutFailed, "the LRP was removed")
+				return out, true, err
+			case s == model.RolloutCompleted || s == model.RolloutCanceled || s == model.RolloutFailed:
+				out, err = r.finish(s, load.Rollout.Reason)
+				return out, true, err
+			}
+		}
+		// The row ended meanwhile, superseded with the signal on its way: walking back is
+		// still right until that signal switches the walk.
 		workflow.GetLogger(r.ctx).Warn("cancel of a rollout no longer in progress", "rollout_id", r.in.RolloutID)
 	} else if err != nil {
-		return err
+		return RolloutOutput{}, false, err
+	}
+	// Version 1: the walk back also covers the indices that hold an instance of another
+	// definition without the walk having replaced them — created on the (healthy) target by
+	// a scale-up during the walk, or interrupted there: left out, they stayed on the
+	// abandoned target (found by the soak).
+	if workflow.GetVersion(r.ctx, "cancel-walks-every-index-off", workflow.DefaultVersion, 1) == 1 {
+		var off activities.IndicesOutput
+		in := activities.IndicesOffInput{ProcessGUID: r.in.ProcessGUID, DefinitionID: r.in.FromDefinitionID}
+		if err := r.local(r.ctx, in, acts.IndicesOff, &off); err != nil {
+			return RolloutOutput{}, false, err
+		}
+		for _, i := range off.Indices {
+			r.walked.Replaced = insert(r.walked.Replaced, i)
+		}
 	}
 	r.stop = stopNone
-	return nil
+	return RolloutOutput{}, false, nil
 }
 
 // complete ends a rollout whose walk went through every index: completed, or canceled after

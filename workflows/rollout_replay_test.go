@@ -144,6 +144,19 @@ func (m *memStore) RetireInstance(_ context.Context, _, def string, i int32) ([]
 	return m.retire(func(a model.ActualLRP) bool { return a.Index == i && a.DefinitionID == def }), nil
 }
 
+func (m *memStore) IndicesOff(_ context.Context, _, def string) ([]int32, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []int32
+	for _, a := range m.lrps {
+		if a.DefinitionID != def && a.Index < m.instances && !slices.Contains(out, a.Index) {
+			out = append(out, a.Index)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 func (m *memStore) RecordRolloutProgress(_ context.Context, id string, p model.RolloutProgress) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -45,6 +45,9 @@ type world struct {
 	// rollout, when set, is the row LoadRollout returns; beginErr fails BeginCancel.
 	rollout  *model.Rollout
 	beginErr error
+	// off is what IndicesOff answers: indices off the from definition the walk did not
+	// replace (a scale-up's).
+	off []int32
 	// await decides AwaitRunning's answer; nil means RUNNING at once.
 	await func(in activities.AwaitRunningInput) (activities.AwaitRunningOutput, error)
 }
@@ -112,6 +115,13 @@ func newWorld(t *testing.T, instances int32) *world {
 		func(_ context.Context, in activities.RolloutIDInput) (activities.Empty, error) {
 			w.record("begin-cancel " + in.RolloutID)
 			return activities.Empty{}, w.beginErr
+		})
+	env.OnActivity(rollouts.IndicesOff, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.IndicesOffInput) (activities.IndicesOutput, error) {
+			w.record("indices-off " + in.DefinitionID)
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return activities.IndicesOutput{Indices: w.off}, nil
 		})
 	env.OnActivity(rollouts.FinishRollout, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.FinishRolloutInput) (activities.Empty, error) {

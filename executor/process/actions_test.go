@@ -151,8 +151,11 @@ func TestSetupFailureIsAStartError(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "setup failed: ") || !strings.Contains(err.Error(), "exit status 4") {
 		t.Fatalf("err = %v", err)
 	}
-	if entries, _ := os.ReadDir(backendDir(t, f)); len(entries) != 0 {
+	if entries, _ := os.ReadDir(backendDir(t, f)); len(entries) != 1 || entries[0].Name() != ".state" {
 		t.Fatalf("instance directory left behind: %v", entries)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(backendDir(t, f), ".state")); len(entries) != 0 {
+		t.Fatalf("instance state left behind: %v", entries)
 	}
 }
 

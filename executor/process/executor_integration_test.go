@@ -86,9 +86,7 @@ func TestHTTPCheckedServerRunsAndItsDeathIsACrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "[pg/0 g1] listening on") {
-		t.Fatalf("instance output missing:\n%s", out)
-	}
+	eventually(t, "the instance's output", func() bool { return strings.Contains(out.String(), "[pg/0 g1] listening on") })
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

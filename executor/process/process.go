@@ -14,15 +14,12 @@
 package process
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -30,6 +27,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/updatable-lrps/bbs/executor"
+	"github.com/updatable-lrps/bbs/internal/procs"
 	"github.com/updatable-lrps/bbs/model"
 )
 
@@ -56,11 +54,12 @@ func New(workDir string, log *zap.Logger) *Backend {
 
 // instance is one running instance: its directory, its process groups and its action.
 type instance struct {
-	spec executor.StartSpec
-	dir  string
-	env  []string
-	log  *zap.Logger
-	out  *output
+	backend *Backend
+	spec    executor.StartSpec
+	dir     string
+	env     []string
+	log     *zap.Logger
+	out     *output
 
 	mu sync.Mutex
 	// groups holds the process groups that may still have members; stop signals each.
@@ -103,12 +102,17 @@ func (b *Backend) Start(ctx context.Context, spec executor.StartSpec) (executor.
 	}
 	log := b.log.With(zap.String("guid", spec.Guid), zap.String("process_guid", spec.Key.ProcessGUID),
 		zap.Int32("index", spec.Key.Index))
-	out, err := newOutput(spec.Log, prefix(spec))
+	if err := os.MkdirAll(b.stateDir(), 0o755); err != nil {
+		os.RemoveAll(absDir)
+		return nil, fmt.Errorf("create state directory: %w", err)
+	}
+	out, err := newOutput(spec.Log, prefix(spec), b.outputFile(spec.Guid))
 	if err != nil {
 		os.RemoveAll(absDir)
 		return nil, err
 	}
 	in := &instance{
+		backend: b,
 		spec:    spec,
 		dir:     absDir,
 		env:     baseEnv(absDir, spec.Env),
@@ -136,6 +140,7 @@ func (b *Backend) Start(ctx context.Context, spec executor.StartSpec) (executor.
 	in.mu.Lock()
 	in.mainStarted = true
 	in.mu.Unlock()
+	b.record(in)
 	go func() {
 		err := in.runAction(context.Background(), def.Action)
 		in.mu.Lock()
@@ -200,7 +205,7 @@ func (in *instance) Stop(grace time.Duration) {
 			<-in.done
 		}
 		in.out.close()
-		if err := os.RemoveAll(in.dir); err != nil {
+		if err := in.backend.forget(in.spec.Guid); err != nil {
 			in.log.Warn("could not remove instance directory", zap.Error(err))
 		}
 	})
@@ -253,40 +258,9 @@ func (in *instance) waitGone(mainStarted bool, deadline time.Time) bool {
 	}
 }
 
-// groupAlive reports whether a process group has a member that is not a zombie. Orphaned
-// children are reparented to the host's init, and in a container that init may never reap
-// them: counting zombies would make every stop wait out its whole grace period.
-func groupAlive(pgid int) bool {
-	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return true // no /proc: trust kill
-	}
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue // exited meanwhile
-		}
-		// Format: pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
-			return true
-		}
-	}
-	return false
-}
+// groupAlive reports whether a process group has a member that is not a zombie (a group of
+// zombies has nothing left to stop; see procs.GroupAlive).
+func groupAlive(pgid int) bool { return procs.GroupAlive(pgid) }
 
 // baseEnv is what every process of the instance sees before a run action's own env.
 func baseEnv(dir string, env []model.EnvironmentVariable) []string {

@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +48,9 @@ import (
 // Backend starts simulated instances.
 type Backend struct {
 	seed int64
+	// dir, when set, records the running instances so that they outlive their cell agent,
+	// as processes do (adopt.go).
+	dir string
 }
 
 // New returns a Backend whose random draws are derived from seed.
@@ -72,12 +76,7 @@ func (b *Backend) Start(ctx context.Context, spec executor.StartSpec) (executor.
 	if err != nil {
 		return nil, err
 	}
-	h := fnv.New64a()
-	h.Write([]byte(spec.Guid))
-	rng := rand.New(rand.NewSource(b.seed ^ int64(h.Sum64())))
-	// Both draws happen on every start, in a fixed order, so changing one probability does
-	// not shift the other's outcome.
-	failDraw, healthyDraw := rng.Float64(), rng.Float64()
+	failDraw, healthyDraw := b.draws(spec.Guid)
 
 	if sc.startDelay > 0 {
 		t := time.NewTimer(sc.startDelay)
@@ -92,26 +91,45 @@ func (b *Backend) Start(ctx context.Context, spec executor.StartSpec) (executor.
 		return nil, errors.New("simulated start failure (SIM_FAIL_START)")
 	}
 
+	if spec.TaskGUID != "" && sc.crashAfter < 0 && sc.exitAfter < 0 {
+		sc.exitAfter = 0
+	}
+	in := b.run(spec, sc, healthyDraw, time.Now())
+	b.record(spec, in)
+	return in, nil
+}
+
+// draws are an instance's random draws, from the backend's seed and its guid. Both happen on
+// every start, in a fixed order, so changing one probability does not shift the other's
+// outcome.
+func (b *Backend) draws(guid string) (failDraw, healthyDraw float64) {
+	h := fnv.New64a()
+	h.Write([]byte(guid))
+	rng := rand.New(rand.NewSource(b.seed ^ int64(h.Sum64())))
+	return rng.Float64(), rng.Float64()
+}
+
+// run makes the running instance of spec, started at started: its crash or exit comes that
+// long after started.
+func (b *Backend) run(spec executor.StartSpec, sc script, healthyDraw float64, started time.Time) *instance {
 	in := &instance{
-		started:      time.Now(),
+		started:      started,
 		done:         make(chan struct{}),
 		hasMonitor:   executor.HasHealthCheck(spec.Definition),
 		hasReadiness: executor.HasReadinessCheck(spec.Definition),
 		sc:           sc,
 		canBeHealthy: healthyDraw < sc.healthyProb,
 	}
-	if spec.TaskGUID != "" && sc.crashAfter < 0 && sc.exitAfter < 0 {
-		sc.exitAfter = 0
-	}
+	left := func(d time.Duration) time.Duration { return max(0, d-time.Since(started)) }
 	switch {
 	case sc.crashAfter >= 0 && (sc.exitAfter < 0 || sc.crashAfter <= sc.exitAfter):
-		in.timer = time.AfterFunc(sc.crashAfter, func() {
+		in.timer = time.AfterFunc(left(sc.crashAfter), func() {
 			in.exit(fmt.Errorf("simulated crash after %dms (SIM_CRASH_AFTER_MS)", sc.crashAfter.Milliseconds()))
 		})
 	case sc.exitAfter >= 0:
-		in.timer = time.AfterFunc(sc.exitAfter, func() { in.exit(nil) })
+		in.timer = time.AfterFunc(left(sc.exitAfter), func() { in.exit(nil) })
 	}
-	return in, nil
+	return in
 }
 
 // instance is one simulated instance.
@@ -126,6 +144,8 @@ type instance struct {
 	timer *time.Timer
 	done  chan struct{}
 	err   error
+	// record is the file that lets a restarted agent adopt it (adopt.go); "" for none.
+	record string
 }
 
 var _ executor.Instance = (*instance)(nil)
@@ -138,6 +158,9 @@ func (in *instance) exit(err error) {
 	default:
 		in.err = err
 		close(in.done)
+		if in.record != "" {
+			os.Remove(in.record)
+		}
 	}
 }
 

@@ -27,16 +27,22 @@ type Child interface {
 
 // Policy paces restarts. A failure is a death or a failed start: the wait before the next
 // start is MinDelay after one failure within Window and doubles with each further one, up to
-// MaxDelay; one failure more than Burst within Window and the supervisor gives up.
+// MaxDelay; one failure more than Burst within Window and the supervisor gives up. A child
+// that ran at least MinUptime (when set) before it died was not crash-looping: its death
+// clears the failures counted so far, so that a process killed now and then from outside (an
+// operator, a fault injector, the OOM killer) is restarted, after MinDelay, every time.
 type Policy struct {
 	MinDelay, MaxDelay time.Duration
 	Burst              int
 	Window             time.Duration
+	MinUptime          time.Duration
 }
 
 // DefaultPolicy waits 1 s, 2 s, 4 s, 8 s, 16 s, and gives up after a sixth failure within
-// two minutes: a crash now and then is restarted, a process that cannot run is not hammered.
-var DefaultPolicy = Policy{MinDelay: time.Second, MaxDelay: 30 * time.Second, Burst: 5, Window: 2 * time.Minute}
+// two minutes, each death within 10 s of its start: a process that cannot run is not
+// hammered, one that runs and is killed is always restarted.
+var DefaultPolicy = Policy{MinDelay: time.Second, MaxDelay: 30 * time.Second, Burst: 5, Window: 2 * time.Minute,
+	MinUptime: 10 * time.Second}
 
 // Supervisor keeps one child running.
 type Supervisor struct {
@@ -89,6 +95,7 @@ func (s *Supervisor) Stop() error {
 func (s *Supervisor) run(ctx context.Context, child Child) {
 	defer close(s.ended)
 	var failures []time.Time
+	started := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -102,6 +109,9 @@ func (s *Supervisor) run(ctx context.Context, child Child) {
 		s.mu.Lock()
 		s.cur = nil
 		s.mu.Unlock()
+		if s.policy.MinUptime > 0 && time.Since(started) >= s.policy.MinUptime {
+			failures = nil
+		}
 		failures = append(failures, time.Now())
 		for {
 			failures = within(failures, s.policy.Window)
@@ -129,7 +139,7 @@ func (s *Supervisor) run(ctx context.Context, child Child) {
 			s.cur = next
 			s.mu.Unlock()
 			s.log.Info(fmt.Sprintf("%s restarted", s.name), zap.Int("pid", next.PID()))
-			child = next
+			child, started = next, time.Now()
 			break
 		}
 	}

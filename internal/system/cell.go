@@ -47,7 +47,9 @@ func NewCell(cfg CellConfig) *Cell {
 // Backend makes a cell's executor backend by kind: "process" runs real local processes in
 // directories under workDir (a temporary directory when ""), "sim" simulated instances seeded
 // by seed (sim instances bind no ports, so the executor must not probe them:
-// executor.Config.SkipPortProbe). cleanup removes what Backend created.
+// executor.Config.SkipPortProbe), recorded in workDir when set. Either way a cell agent
+// restarted on the same workDir adopts the instances its predecessor left running
+// (executor.Adopter). cleanup removes what Backend created.
 func Backend(kind, workDir string, seed int64, log *zap.Logger) (b executor.Backend, skipPortProbe bool, cleanup func(), err error) {
 	cleanup = func() {}
 	switch kind {
@@ -66,6 +68,9 @@ func Backend(kind, workDir string, seed int64, log *zap.Logger) (b executor.Back
 	case "sim":
 		if seed == 0 {
 			seed = time.Now().UnixNano()
+		}
+		if workDir != "" {
+			return sim.NewIn(seed, workDir), true, cleanup, nil
 		}
 		return sim.New(seed), true, cleanup, nil
 	default:
