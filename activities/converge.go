@@ -40,6 +40,26 @@ type Converger struct {
 	Tasks       TaskConvergeStore
 	TaskOptions db.TaskConvergeOptions
 	Callbacks   CallbackStarter
+	// Metrics, when set, records each pass for operators, with the fleet's counts that Fleet
+	// reads once per pass: Diego's BBS emits the same from its converger, where the numbers
+	// are known, and a pass every interval costs one more statement, never one per request.
+	Metrics ConvergeMetrics
+	Fleet   FleetCounter
+}
+
+// ConvergeMetrics records convergence passes (metrics.Convergence).
+type ConvergeMetrics interface {
+	// ConvergedLRPs records an LRP pass: how long it took and what it found.
+	ConvergedLRPs(took time.Duration, res *db.ConvergeResult)
+	// ConvergedTasks records a task pass.
+	ConvergedTasks(took time.Duration)
+	// FleetCounted records the fleet's counts after a pass.
+	FleetCounted(f *db.Fleet)
+}
+
+// FleetCounter counts the fleet (db.Store.Fleet).
+type FleetCounter interface {
+	Fleet(ctx context.Context) (*db.Fleet, error)
 }
 
 // TaskConvergeStore is the part of the store task convergence needs.
@@ -103,6 +123,7 @@ func (c *Converger) Converge(ctx context.Context, in ConvergeInput) (ConvergeOut
 	if log == nil {
 		log = zap.NewNop()
 	}
+	began := time.Now()
 	res, err := c.Store.Converge(ctx, db.ConvergeOptions{StaleUnclaimed: in.StaleUnclaimed, RetiredHistory: in.RetiredHistory,
 		EventRetention: c.EventRetention, EventsKept: c.EventsKept})
 	if model.IsType(err, model.ErrInvalidRequest) {
@@ -110,6 +131,9 @@ func (c *Converger) Converge(ctx context.Context, in ConvergeInput) (ConvergeOut
 	}
 	if err != nil {
 		return ConvergeOutput{}, err
+	}
+	if c.Metrics != nil {
+		c.Metrics.ConvergedLRPs(time.Since(began), res)
 	}
 	out := ConvergeOutput{
 		MissingCellClaims: res.MissingCellClaims, Suspected: res.Suspected, SuspectsRemoved: res.SuspectsRemoved,
@@ -122,6 +146,7 @@ func (c *Converger) Converge(ctx context.Context, in ConvergeInput) (ConvergeOut
 	if err := c.convergeTasks(ctx, &out, log); err != nil {
 		return out, err
 	}
+	c.countFleet(ctx, log)
 	if len(res.ToStop) > 0 {
 		if err := ctx.Err(); err != nil {
 			return out, err
@@ -159,9 +184,13 @@ func (c *Converger) convergeTasks(ctx context.Context, out *ConvergeOutput, log 
 	if c.Tasks == nil {
 		return nil
 	}
+	began := time.Now()
 	res, err := c.Tasks.ConvergeTasks(ctx, c.TaskOptions)
 	if err != nil {
 		return err
+	}
+	if c.Metrics != nil {
+		c.Metrics.ConvergedTasks(time.Since(began))
 	}
 	out.TasksExpired, out.TasksCellLost, out.TasksDeleted = res.ExpiredPending, res.CellDisappeared, res.Deleted
 	for _, t := range res.ToDeliver {
@@ -176,4 +205,18 @@ func (c *Converger) convergeTasks(ctx context.Context, out *ConvergeOutput, log 
 		out.CallbacksStarted++
 	}
 	return nil
+}
+
+// countFleet reads the fleet's counts for the metrics. A failed read only leaves the gauges
+// of the previous pass: it must not fail the pass, whose changes are committed.
+func (c *Converger) countFleet(ctx context.Context, log *zap.Logger) {
+	if c.Metrics == nil || c.Fleet == nil {
+		return
+	}
+	f, err := c.Fleet.Fleet(ctx)
+	if err != nil {
+		log.Warn("count the fleet for the metrics", zap.Error(err))
+		return
+	}
+	c.Metrics.FleetCounted(f)
 }

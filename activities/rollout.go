@@ -26,6 +26,20 @@ type Rollouts struct {
 	// SafetyTick is how often AwaitRunning checks without a change; zero means one second. A
 	// notification may be lost (a listener reconnecting), so waits never rely on them alone.
 	SafetyTick time.Duration
+	// Metrics, when set, records how long each index took (AwaitRunning: the wait is the
+	// step, its store steps take milliseconds) and each rollout's end (FinishRollout). The
+	// activities record them because workflow code must not, and its calls' inputs are
+	// pinned by the recorded histories.
+	Metrics RolloutMetrics
+}
+
+// RolloutMetrics records the walk for operators (metrics.Rollouts).
+type RolloutMetrics interface {
+	// IndexStep records an index whose wait ended with outcome (model.RolloutStepOutcomes)
+	// after took.
+	IndexStep(outcome string, took time.Duration)
+	// Finished counts a rollout that ended in state.
+	Finished(state string)
 }
 
 // LoadRolloutInput names the rollout to read.
@@ -221,6 +235,10 @@ func (r *Rollouts) stop(ctx context.Context, lrps []model.ActualLRP) RetireOutpu
 	return out
 }
 
+// heartbeatAfter is how long AwaitRunning waits before its first heartbeat; well within the
+// workflow's HeartbeatTimeout (10 s).
+const heartbeatAfter = time.Second
+
 // awaitDetails is AwaitRunning's heartbeat: Since survives retries, so that a retried attempt
 // keeps the deadline of the first one instead of starting a fresh one.
 type awaitDetails struct {
@@ -228,10 +246,11 @@ type awaitDetails struct {
 	State string `json:"state,omitempty"`
 }
 
-// AwaitRunning waits until the definition's instance at the index is RUNNING, or until the
-// deadline (if any) has passed since the first attempt. It checks the store when the Waiter
-// says something changed, and at least every SafetyTick, heartbeating as it goes; it never
-// sleeps a fixed time per check, so a start is seen within milliseconds of its commit.
+// AwaitRunning waits until the definition's instance at the index is RUNNING and ready (its
+// readiness checks, if any, pass), or until the deadline (if any) has passed since the first
+// attempt. It checks the store when the Waiter says something changed, and at least every
+// SafetyTick, heartbeating as it goes; it never sleeps a fixed time per check, so a start is
+// seen within milliseconds of its commit.
 func (r *Rollouts) AwaitRunning(ctx context.Context, in AwaitRunningInput) (AwaitRunningOutput, error) {
 	hb := awaitDetails{Since: time.Now().UnixNano()}
 	if activity.HasHeartbeatDetails(ctx) {
@@ -240,7 +259,15 @@ func (r *Rollouts) AwaitRunning(ctx context.Context, in AwaitRunningInput) (Awai
 			hb.Since = prev.Since
 		}
 	}
-	activity.RecordHeartbeat(ctx, hb)
+	// The first heartbeat is a round trip to the server; most waits end well before any is
+	// needed (a new instance usually runs within milliseconds), so heartbeats begin only once
+	// a wait has lasted heartbeatAfter, or before an attempt fails (keeping Since for its
+	// retry). A worker that dies within that first second leaves no Since behind: its retry
+	// (after the heartbeat timeout) counts the deadline afresh, which lengthens it by about
+	// that timeout, once. A cancel reaches an attempt that has not heartbeaten only when it
+	// ends — harmless, as the workflow does not wait for it and it only reads.
+	attemptStart := time.Now()
+	beat := false
 	tick := r.SafetyTick
 	if tick <= 0 {
 		tick = time.Second
@@ -257,7 +284,11 @@ func (r *Rollouts) AwaitRunning(ctx context.Context, in AwaitRunningInput) (Awai
 	defer timer.Stop()
 	for {
 		out, state, err := r.checkRunning(ctx, in)
+		if err != nil && !beat {
+			activity.RecordHeartbeat(ctx, hb)
+		}
 		if err != nil || out != (AwaitRunningOutput{}) {
+			r.waitEnded(out, hb.Since)
 			return out, err
 		}
 		hb.State = state
@@ -265,12 +296,19 @@ func (r *Rollouts) AwaitRunning(ctx context.Context, in AwaitRunningInput) (Awai
 		if in.Deadline > 0 {
 			left := time.Until(time.Unix(0, hb.Since).Add(in.Deadline))
 			if left <= 0 {
-				return AwaitRunningOutput{GivenUp: true, Reason: fmt.Sprintf(
-					"instance %d of %q not RUNNING %v after it was desired (last state %s)", in.Index, in.DefinitionID, in.Deadline, state)}, nil
+				out := AwaitRunningOutput{GivenUp: true, Reason: fmt.Sprintf(
+					"instance %d of %q not RUNNING %v after it was desired (last state %s)", in.Index, in.DefinitionID, in.Deadline, state)}
+				r.waitEnded(out, hb.Since)
+				return out, nil
 			}
 			wait = min(wait, left)
 		}
-		activity.RecordHeartbeat(ctx, hb)
+		if time.Since(attemptStart) >= heartbeatAfter {
+			activity.RecordHeartbeat(ctx, hb)
+			beat = true
+		} else {
+			wait = min(wait, heartbeatAfter-time.Since(attemptStart))
+		}
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
@@ -281,19 +319,40 @@ func (r *Rollouts) AwaitRunning(ctx context.Context, in AwaitRunningInput) (Awai
 	}
 }
 
+// waitEnded records the duration of a wait, since the first attempt (Unix nanoseconds), that
+// decided its index: the instance ran, was given up, or was scaled away. A Missing instance
+// is desired again and waited for anew; an error is retried.
+func (r *Rollouts) waitEnded(out AwaitRunningOutput, since int64) {
+	if r.Metrics == nil {
+		return
+	}
+	took := time.Since(time.Unix(0, since))
+	switch {
+	case out.Running:
+		r.Metrics.IndexStep(model.StepUpdated, took)
+	case out.GivenUp:
+		r.Metrics.IndexStep(model.StepGivenUp, took)
+	case out.Beyond:
+		r.Metrics.IndexStep(model.StepScaledAway, took)
+	}
+}
+
 // checkRunning looks once. A zero output with no error means "not yet"; state then describes
 // the instance for the give-up reason.
 func (r *Rollouts) checkRunning(ctx context.Context, in AwaitRunningInput) (AwaitRunningOutput, string, error) {
 	a, err := r.Store.Instance(ctx, in.ProcessGUID, in.DefinitionID, in.Index)
 	if err == nil {
-		// A retiring instance (still draining from an earlier walk over this index) is not
-		// the one to wait for: its stop is on its way; once its record goes, Missing makes
-		// the workflow desire a fresh one.
-		if a.State == model.StateRunning && !a.Retiring {
+		// Routable: RUNNING with its readiness checks passing (the old instance keeps the
+		// traffic until then). A retiring instance (still draining from an earlier walk over
+		// this index) is not the one to wait for: its stop is on its way; once its record
+		// goes, Missing makes the workflow desire a fresh one.
+		if a.Routable() {
 			return AwaitRunningOutput{Running: true}, a.State, nil
 		}
 		state := a.State
-		if a.CrashCount > 0 {
+		if a.State == model.StateRunning && a.NotReady {
+			state = "RUNNING, readiness checks not passing"
+		} else if a.CrashCount > 0 {
 			state = fmt.Sprintf("%s after %d crashes: %s", a.State, a.CrashCount, a.CrashReason)
 		} else if a.PlacementError != "" {
 			state = fmt.Sprintf("%s: %s", a.State, a.PlacementError)
@@ -330,7 +389,11 @@ func (r *Rollouts) RecordProgress(ctx context.Context, in RecordProgressInput) (
 // FinishRollout ends the rollout in a final state.
 func (r *Rollouts) FinishRollout(ctx context.Context, in FinishRolloutInput) (Empty, error) {
 	if !model.RolloutInProgress(in.State) && in.State != "" {
-		return Empty{}, nonRetryable(r.Store.FinishRollout(ctx, in.RolloutID, in.State, in.Reason))
+		finished, err := r.Store.FinishRollout(ctx, in.RolloutID, in.State, in.Reason)
+		if finished && r.Metrics != nil {
+			r.Metrics.Finished(in.State)
+		}
+		return Empty{}, nonRetryable(err)
 	}
 	return Empty{}, temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("finish rollout: %q is not a final state", in.State), string(model.ErrInvalidRequest), nil)

@@ -36,8 +36,9 @@ type RolloutStore interface {
 	// healthy) definition back to the rollout's from definition.
 	BeginCancel(ctx context.Context, id string) error
 	// FinishRollout ends a rollout in state (completed, canceled or failed) with reason:
-	// completed and canceled clear the LRP's previous definition.
-	FinishRollout(ctx context.Context, id, state, reason string) error
+	// completed and canceled clear the LRP's previous definition. finished is false when the
+	// rollout had already ended (a retry).
+	FinishRollout(ctx context.Context, id, state, reason string) (finished bool, err error)
 	// StartRollout records a new rollout (here: a rollback an operator signalled to the
 	// running workflow, superseding its rollout).
 	StartRollout(ctx context.Context, req db.RolloutRequest) (*db.RolloutStart, error)

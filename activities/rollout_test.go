@@ -3,6 +3,7 @@ package activities_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ type fakeRolloutStore struct {
 	checks    int
 	desireErr error
 	toStop    []model.ActualLRP
+	ended     bool // FinishRollout was called
 }
 
 func newFakeRolloutStore(instances int32) *fakeRolloutStore {
@@ -87,8 +89,12 @@ func (f *fakeRolloutStore) RecordRolloutProgress(context.Context, string, model.
 	return nil
 }
 func (f *fakeRolloutStore) BeginCancel(context.Context, string) error { return nil }
-func (f *fakeRolloutStore) FinishRollout(context.Context, string, string, string) error {
-	return nil
+func (f *fakeRolloutStore) FinishRollout(context.Context, string, string, string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	first := !f.ended
+	f.ended = true
+	return first, nil
 }
 func (f *fakeRolloutStore) StartRollout(context.Context, db.RolloutRequest) (*db.RolloutStart, error) {
 	return nil, model.Errorf(model.ErrInvalidRequest, "not in this fake")
@@ -177,8 +183,9 @@ func TestAwaitRunningReturnsAtOnceWhenRunning(t *testing.T) {
 	if res.err != nil || !res.out.Running || time.Since(start) > time.Second {
 		t.Fatalf("got %+v after %v", res, time.Since(start))
 	}
-	if res.heartbeats == 0 {
-		t.Fatal("no heartbeat")
+	// An index that runs at once costs the server no heartbeat.
+	if res.heartbeats != 0 {
+		t.Fatalf("%d heartbeats for an instance already running", res.heartbeats)
 	}
 }
 
@@ -225,8 +232,24 @@ func TestAwaitRunningGivesUpAfterTheDeadline(t *testing.T) {
 	if d := time.Since(start); d < in.Deadline || d > 2*time.Second {
 		t.Fatalf("gave up after %v, deadline %v", d, in.Deadline)
 	}
+	if res.heartbeats != 0 {
+		t.Fatalf("%d heartbeats in a wait shorter than a second", res.heartbeats)
+	}
+}
+
+// A wait that lasts beyond a second heartbeats (with the first attempt's start, for a retry).
+func TestAwaitRunningHeartbeatsALongWait(t *testing.T) {
+	s := newFakeRolloutStore(3)
+	s.set("def2", 0, model.StateCrashed)
+	r := &activities.Rollouts{Store: s, Log: zaptest.NewLogger(t), SafetyTick: 100 * time.Millisecond}
+	in := def2At0
+	in.Deadline = 1500 * time.Millisecond
+	res := await(t, r, in, nil)
+	if res.err != nil || !res.out.GivenUp {
+		t.Fatalf("got %+v", res)
+	}
 	if res.heartbeats == 0 { // the SDK throttles the rest
-		t.Fatal("no heartbeat while waiting")
+		t.Fatal("no heartbeat in a wait of 1.5 s")
 	}
 }
 
@@ -436,3 +459,77 @@ func TestAwaitRunningWokenByPostgreSQL(t *testing.T) {
 
 // The activities' store is the real one: the contract must stay satisfied by *db.Store.
 var _ activities.RolloutStore = (*db.Store)(nil)
+
+// stepRecorder is a RolloutMetrics that keeps what it is told.
+type stepRecorder struct {
+	mu       sync.Mutex
+	steps    []string
+	took     []time.Duration
+	finished []string
+}
+
+func (r *stepRecorder) IndexStep(outcome string, took time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steps, r.took = append(r.steps, outcome), append(r.took, took)
+}
+
+func (r *stepRecorder) Finished(state string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.finished = append(r.finished, state)
+}
+
+// Each wait that decides its index is recorded once, timed from its first attempt; a wait
+// that decides nothing (the instance missing, to be desired again) is not.
+func TestAwaitRunningRecordsTheStep(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		state     string // "" for no instance
+		instances int32
+		deadline  time.Duration
+		want      []string
+	}{
+		{"running", model.StateRunning, 3, 0, []string{model.StepUpdated}},
+		{"given up", model.StateCrashed, 3, time.Minute, []string{model.StepGivenUp}},
+		{"scaled away", "", 0, 0, []string{model.StepScaledAway}},
+		{"missing", "", 3, 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newFakeRolloutStore(tc.instances)
+			if tc.state != "" {
+				s.set("def2", 0, tc.state)
+			}
+			rec := &stepRecorder{}
+			r := &activities.Rollouts{Store: s, Log: zaptest.NewLogger(t), Metrics: rec}
+			in := def2At0
+			in.Deadline = tc.deadline
+			// A retried attempt: the step began an hour ago.
+			if res := await(t, r, in, map[string]any{"since": time.Now().Add(-time.Hour).UnixNano()}); res.err != nil {
+				t.Fatal(res.err)
+			}
+			if !slices.Equal(rec.steps, tc.want) {
+				t.Fatalf("steps recorded %v, want %v", rec.steps, tc.want)
+			}
+			for _, d := range rec.took {
+				if d < time.Hour || d > time.Hour+time.Minute {
+					t.Fatalf("step took %v, want an hour: timed from the first attempt", d)
+				}
+			}
+		})
+	}
+}
+
+// A rollout is counted when FinishRollout ends it, not again when a retry finds it ended.
+func TestFinishRolloutCountsOnce(t *testing.T) {
+	rec := &stepRecorder{}
+	r := &activities.Rollouts{Store: newFakeRolloutStore(3), Log: zaptest.NewLogger(t), Metrics: rec}
+	for range 2 {
+		if _, err := r.FinishRollout(context.Background(), activities.FinishRolloutInput{RolloutID: "r1", State: model.RolloutCompleted}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(rec.finished, []string{model.RolloutCompleted}) {
+		t.Fatalf("finished %v, want one completed", rec.finished)
+	}
+}

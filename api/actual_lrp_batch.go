@@ -49,8 +49,7 @@ func (r *batchRequest) Validate() error {
 func (r *batchRequest) reports() []db.InstanceReport {
 	out := make([]db.InstanceReport, len(r.Instances))
 	for i := range r.Instances {
-		in := &r.Instances[i]
-		out[i] = db.InstanceReport{Key: in.Key.model(), InstanceKey: *in.InstanceKey, NetInfo: in.NetInfo}
+		out[i] = r.Instances[i].report()
 	}
 	return out
 }

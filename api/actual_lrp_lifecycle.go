@@ -13,7 +13,7 @@ import (
 // time or in batches.
 type LifecycleStore interface {
 	ClaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, tag *model.ModificationTag) (*model.ActualLRP, error)
-	StartActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo, tag *model.ModificationTag) (*model.ActualLRP, error)
+	StartReported(ctx context.Context, r db.InstanceReport, tag *model.ModificationTag) (*model.ActualLRP, error)
 	ClaimActualLRPs(ctx context.Context, reports []db.InstanceReport) ([]db.BatchResult, error)
 	StartActualLRPs(ctx context.Context, reports []db.InstanceReport) ([]db.BatchResult, error)
 	CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, reason string, tag *model.ModificationTag) (*model.ActualLRP, error)
@@ -79,6 +79,15 @@ func (r *claimRequest) Validate() error {
 type startRequest struct {
 	claimRequest
 	NetInfo model.ActualLRPNetInfo `json:"actual_lrp_net_info"`
+	// Routable false says the instance's readiness checks do not pass (yet), as BBS's start
+	// request says it; absent means routable.
+	Routable *bool `json:"routable,omitempty"`
+}
+
+// report is the start as the store takes it.
+func (r *startRequest) report() db.InstanceReport {
+	return db.InstanceReport{Key: r.Key.model(), InstanceKey: *r.InstanceKey, NetInfo: r.NetInfo,
+		NotReady: r.Routable != nil && !*r.Routable}
 }
 
 type crashRequest struct {
@@ -128,7 +137,7 @@ func (h *lifecycleHandlers) claimActualLRP(ctx context.Context, req *claimReques
 }
 
 func (h *lifecycleHandlers) startActualLRP(ctx context.Context, req *startRequest) (actualLRPResponse, error) {
-	a, err := h.store.StartActualLRP(ctx, req.Key.model(), *req.InstanceKey, req.NetInfo, req.ModificationTag)
+	a, err := h.store.StartReported(ctx, req.report(), req.ModificationTag)
 	return actualLRPResponse{ActualLRP: a}, err
 }
 

@@ -12,8 +12,8 @@ import (
 type DesiredLRPStore interface {
 	DesireLRP(ctx context.Context, d *model.DesiredLRP) (*model.DesiredLRP, error)
 	DesiredLRPByProcessGUID(ctx context.Context, guid string) (*model.DesiredLRP, error)
-	DesiredLRPs(ctx context.Context, f model.DesiredLRPFilter) ([]model.DesiredLRP, error)
-	DesiredLRPSchedulingInfos(ctx context.Context, f model.DesiredLRPFilter) ([]model.DesiredLRPSchedulingInfo, error)
+	EachDesiredLRP(ctx context.Context, f model.DesiredLRPFilter, fn func(*model.DesiredLRP) error) error
+	EachSchedulingInfo(ctx context.Context, f model.DesiredLRPFilter, fn func(*model.DesiredLRPSchedulingInfo) error) error
 	UpdateDesiredLRP(ctx context.Context, guid string, u *model.DesiredLRPUpdate) (*db.UpdateResult, error)
 	RemoveDesiredLRP(ctx context.Context, guid string) (*db.RemoveResult, error)
 }
@@ -79,14 +79,6 @@ type desiredLRPResponse struct {
 	DesiredLRP *model.DesiredLRP `json:"desired_lrp"`
 }
 
-type desiredLRPsResponse struct {
-	DesiredLRPs []model.DesiredLRP `json:"desired_lrps"`
-}
-
-type schedulingInfosResponse struct {
-	SchedulingInfos []model.DesiredLRPSchedulingInfo `json:"desired_lrp_scheduling_infos"`
-}
-
 func (h *desiredLRPHandlers) desireLRP(ctx context.Context, req *desireLRPRequest) (desiredLRPResponse, error) {
 	d, err := h.store.DesireLRP(ctx, req.DesiredLRP)
 	return desiredLRPResponse{DesiredLRP: d}, err
@@ -97,14 +89,14 @@ func (h *desiredLRPHandlers) desiredLRPByProcessGUID(ctx context.Context, req *p
 	return desiredLRPResponse{DesiredLRP: d}, err
 }
 
-func (h *desiredLRPHandlers) listDesiredLRPs(ctx context.Context, req *desiredLRPFilterRequest) (desiredLRPsResponse, error) {
-	lrps, err := h.store.DesiredLRPs(ctx, req.DesiredLRPFilter)
-	return desiredLRPsResponse{DesiredLRPs: lrps}, err
+// eachDesiredLRP and eachSchedulingInfo stream the lists (handleList): every LRP of a large
+// foundation, as Cloud Controller's sync reads them, without the list in memory.
+func (h *desiredLRPHandlers) eachDesiredLRP(ctx context.Context, req *desiredLRPFilterRequest, yield func(*model.DesiredLRP) error) error {
+	return h.store.EachDesiredLRP(ctx, req.DesiredLRPFilter, yield)
 }
 
-func (h *desiredLRPHandlers) listSchedulingInfos(ctx context.Context, req *desiredLRPFilterRequest) (schedulingInfosResponse, error) {
-	infos, err := h.store.DesiredLRPSchedulingInfos(ctx, req.DesiredLRPFilter)
-	return schedulingInfosResponse{SchedulingInfos: infos}, err
+func (h *desiredLRPHandlers) eachSchedulingInfo(ctx context.Context, req *desiredLRPFilterRequest, yield func(*model.DesiredLRPSchedulingInfo) error) error {
+	return h.store.EachSchedulingInfo(ctx, req.DesiredLRPFilter, yield)
 }
 
 // updateDesiredLRP applies the update; a definition starts a rolling update (seed 001:

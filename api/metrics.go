@@ -8,39 +8,32 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/updatable-lrps/bbs/metrics"
 )
 
-// metrics are the API's Prometheus series, in a registry of the server's own so that several
-// servers (in tests) do not collide.
-type metrics struct {
-	registry *prometheus.Registry
-	requests *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+// requestMetrics are the API's request series and the /metrics handler that serves them.
+// A server has a registry of its own unless WithMetrics gives it the process's, so that
+// several servers (in tests) do not collide.
+type requestMetrics struct {
+	http   *metrics.HTTP
+	served http.Handler
 }
 
-func newMetrics() *metrics {
-	m := &metrics{
-		registry: prometheus.NewRegistry(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bbs_http_requests_total", Help: "HTTP requests by route and status.",
-		}, []string{"route", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "bbs_http_request_duration_seconds", Help: "HTTP request latency by route.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
-		}, []string{"route"}),
-	}
-	m.registry.MustRegister(m.requests, m.duration,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return m
+func newRequestMetrics(reg *prometheus.Registry) *requestMetrics {
+	return &requestMetrics{http: metrics.NewHTTP(reg), served: metrics.Handler(reg)}
 }
 
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+// WithMetrics registers the server's series on reg, the process's registry, and serves all
+// of reg at /metrics: in `bbs dev` every part of the system runs in one process, and the API
+// is where its series are read. Call it before serving.
+func (s *Server) WithMetrics(reg *prometheus.Registry) *Server {
+	*s.metrics = *newRequestMetrics(reg)
+	return s
 }
 
-func (m *metrics) middleware(next http.Handler) http.Handler {
+func (m *requestMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.served.ServeHTTP(w, r) }
+
+func (m *requestMetrics) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
@@ -50,8 +43,7 @@ func (m *metrics) middleware(next http.Handler) http.Handler {
 			if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
 				route = rc.RoutePattern()
 			}
-			m.requests.WithLabelValues(route, statusLabel(ww.Status(), aborted)).Inc()
-			m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+			m.http.Observe(route, statusLabel(ww.Status(), aborted), time.Since(start))
 		}()
 		next.ServeHTTP(ww, r)
 		aborted = false

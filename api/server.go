@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/updatable-lrps/bbs/lrps"
+	"github.com/updatable-lrps/bbs/metrics"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/tasks"
 	"go.uber.org/zap"
@@ -40,7 +41,7 @@ type Store interface {
 type Server struct {
 	pinger  Pinger
 	log     *zap.Logger
-	metrics *metrics
+	metrics *requestMetrics
 	events  EventSource
 	lrps    *lrps.Service // WithRollouts gives it the workflows
 	tasks   *taskHandlers // WithTasks gives them the service the protocol shares
@@ -53,7 +54,7 @@ type Server struct {
 // MarkReady is called (after migrations).
 func NewServer(store Store, stopper Stopper, log *zap.Logger) *Server {
 	log = log.Named("api")
-	s := &Server{pinger: store, log: log, metrics: newMetrics()}
+	s := &Server{pinger: store, log: log, metrics: newRequestMetrics(metrics.NewRegistry())}
 	s.lrps = lrps.NewService(store, stopper, log)
 	s.tasks = &taskHandlers{tasks: tasks.NewService(store, model.DefaultMaxTaskRetries, log)}
 	s.router = s.routes(routeHandlers{
@@ -93,7 +94,7 @@ func (s *Server) routes(h routeHandlers) chi.Router {
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID, s.metrics.middleware, s.accessLog, s.recoverer)
 	r.Get("/healthz", s.healthz)
-	r.Handle("/metrics", s.metrics.handler())
+	r.Handle("/metrics", s.metrics)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, model.Errorf(model.ErrResourceNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
@@ -111,8 +112,8 @@ func (s *Server) routes(h routeHandlers) chi.Router {
 
 		r.Post("/v1/desired_lrp/desire", handle(s, h.desired.desireLRP))
 		r.Post("/v1/desired_lrps/get_by_process_guid", handle(s, h.desired.desiredLRPByProcessGUID))
-		r.Post("/v1/desired_lrps/list", handle(s, h.desired.listDesiredLRPs))
-		r.Post("/v1/desired_lrp_scheduling_infos/list", handle(s, h.desired.listSchedulingInfos))
+		r.Post("/v1/desired_lrps/list", handleList(s, "desired_lrps", h.desired.eachDesiredLRP))
+		r.Post("/v1/desired_lrp_scheduling_infos/list", handleList(s, "desired_lrp_scheduling_infos", h.desired.eachSchedulingInfo))
 		r.Post("/v1/desired_lrp/update", handle(s, h.desired.updateDesiredLRP))
 		r.Post("/v1/desired_lrp/cancel_update", handle(s, h.desired.cancelUpdate))
 		r.Post("/v1/desired_lrp/rollback", handle(s, h.desired.rollback))

@@ -21,7 +21,9 @@ import (
 // Store is what placement needs of the database.
 type Store interface {
 	PendingPlacements(ctx context.Context, limit int) ([]db.PendingInstance, error)
-	CellLoads(ctx context.Context, guids []string) ([]db.CellLoad, error)
+	Cells(ctx context.Context) ([]model.CellPresence, error)
+	CellUsages(ctx context.Context) (map[string]db.CellUsage, error)
+	HeldInstances(ctx context.Context, guids []string) (map[string][]db.HeldInstance, error)
 	Definitions(ctx context.Context, keys []db.DefinitionKey) (map[db.DefinitionKey]model.LRPDefinition, error)
 	FailActualLRP(ctx context.Context, key model.ActualLRPKey, placementError string, tag *model.ModificationTag) (*model.ActualLRP, error)
 	PendingTasks(ctx context.Context, limit int) ([]db.PendingTask, error)
@@ -54,6 +56,9 @@ type Options struct {
 	Batch int
 	// BatchWindow is how long a round waits after a notification for more; default 10 ms.
 	BatchWindow time.Duration
+	// Resync is how often what the cells hold is summed over the whole fleet again; in
+	// between, placement counts what it hands out (fleetUsage). Default 5 s.
+	Resync time.Duration
 	// MaxTaskRetries is how often a task may be rejected (it fit no cell, or its cell refused
 	// it) before it fails with the reason (BBS's max_task_retries); default 3.
 	MaxTaskRetries int
@@ -71,7 +76,11 @@ type Auctioneer struct {
 	log   *zap.Logger
 
 	sent   map[slot]attempt // handed to a cell
+	usage  fleetUsage
 	failed map[slot]time.Time
+	// busy says the last round found more than one piece of work due: work is arriving in
+	// bursts, and the next wake-up waits BatchWindow to gather it.
+	busy bool
 }
 
 // slot names one piece of work: an instance, or (task set) a task.
@@ -111,6 +120,9 @@ func New(store Store, notes Notifications, cells Cells, opts Options, log *zap.L
 	if opts.BatchWindow <= 0 {
 		opts.BatchWindow = 10 * time.Millisecond
 	}
+	if opts.Resync <= 0 {
+		opts.Resync = 5 * time.Second
+	}
 	if opts.MaxTaskRetries <= 0 {
 		opts.MaxTaskRetries = DefaultMaxTaskRetries
 	}
@@ -124,7 +136,7 @@ const LeaderLock = "auctioneer"
 
 // Run places instances until ctx ends, leading when it can.
 func (a *Auctioneer) Run(ctx context.Context) error {
-	sub := a.notes.Subscribe(ctx, db.EventsChannel)
+	sub := a.notes.Subscribe(ctx, db.PlacementChannel)
 	defer sub.Close()
 	var lead *db.Leadership
 	defer func() {
@@ -140,6 +152,7 @@ func (a *Auctioneer) Run(ctx context.Context) error {
 			}
 			if ok {
 				lead = l
+				a.usage.invalidate() // another leader may have placed meanwhile
 				a.log.Info("leading placement")
 			}
 		}
@@ -161,13 +174,16 @@ func (a *Auctioneer) Run(ctx context.Context) error {
 				// everything that waits, which is all a missed notification could have said.
 				a.log.Info("notifications resynced after a lost connection")
 			}
-			// Many changes arrive together (a rollout step, a batch of claims): gather them
-			// for a moment so that one round places all they made waiting. The subscription
-			// holds at most one pending wake-up, which this round covers.
-			time.Sleep(a.opts.BatchWindow)
-			select {
-			case <-sub.C:
-			default:
+			// Under load work arrives in bursts (a thousand rollouts' steps, a scale-up):
+			// gather it for a moment so that one round places all of it. A lone piece of work
+			// (one rollout's next index) is placed at once. The subscription holds at most
+			// one pending wake-up, which this round covers.
+			if a.busy {
+				time.Sleep(a.opts.BatchWindow)
+				select {
+				case <-sub.C:
+				default:
+				}
 			}
 		case <-time.After(a.opts.Interval):
 		}
@@ -176,6 +192,7 @@ func (a *Auctioneer) Run(ctx context.Context) error {
 
 // Round places what waits now, once.
 func (a *Auctioneer) Round(ctx context.Context) error {
+	a.busy = false // until this round finds a burst
 	pending, err := a.store.PendingPlacements(ctx, a.opts.Batch)
 	if err != nil {
 		return err
@@ -202,6 +219,7 @@ func (a *Auctioneer) Round(ctx context.Context) error {
 		}
 	}
 	a.forgetPlaced(w)
+	a.busy = len(work) > 1
 	if len(work) == 0 {
 		return nil
 	}
@@ -213,25 +231,21 @@ func (a *Auctioneer) Round(ctx context.Context) error {
 			guids = append(guids, w.Key.ProcessGUID)
 		}
 	}
-	loads, err := a.store.CellLoads(ctx, guids)
+	fresh := a.usage.due(now, a.opts.Resync)
+	cells, repURL, err := a.cellsFor(ctx, guids, now)
 	if err != nil {
 		return err
 	}
-	cells := make([]auction.Cell, 0, len(loads))
-	repURL := map[string]string{}
-	for _, l := range loads {
-		if l.Cell.Evacuating {
-			continue
-		}
-		c := auction.Cell{ID: l.Cell.CellID, Zone: l.Cell.Zone, Capacity: l.Cell.Capacity, PlacementTags: l.Cell.PlacementTags,
-			Held: auction.Usage(l.Held)}
-		for _, h := range l.Instances {
-			c.Instances = append(c.Instances, auction.Instance{ProcessGUID: h.ProcessGUID, MemoryMB: h.MemoryMB, DiskMB: h.DiskMB, Starting: h.Starting})
-		}
-		cells = append(cells, c)
-		repURL[c.ID] = l.Cell.RepAddress
-	}
 	result := auction.Place(cells, work)
+	if len(result.Failed) > 0 && !fresh {
+		// Cells may have freed what the kept sums still count: before anything is recorded
+		// as not fitting, the auction runs again on sums read afresh.
+		a.usage.invalidate()
+		if cells, repURL, err = a.cellsFor(ctx, guids, now); err != nil {
+			return err
+		}
+		result = auction.Place(cells, work)
+	}
 	for _, f := range result.Failed {
 		if f.Work.TaskGUID != "" {
 			if len(cells) > 0 {
@@ -246,6 +260,41 @@ func (a *Auctioneer) Round(ctx context.Context) error {
 		return nil
 	}
 	return a.handOut(ctx, result.Placed, repURL, w)
+}
+
+// cellsFor lists the cells work may go to, with what they hold (the instances of guids one by
+// one, the rest summed), and their addresses.
+func (a *Auctioneer) cellsFor(ctx context.Context, guids []string, now time.Time) ([]auction.Cell, map[string]string, error) {
+	presences, err := a.store.Cells(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if a.usage.due(now, a.opts.Resync) {
+		byCell, err := a.store.CellUsages(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		a.usage.reset(byCell, now)
+	}
+	held, err := a.store.HeldInstances(ctx, guids)
+	if err != nil {
+		return nil, nil, err
+	}
+	cells := make([]auction.Cell, 0, len(presences))
+	repURL := map[string]string{}
+	for _, p := range presences {
+		if p.Evacuating {
+			continue
+		}
+		c := auction.Cell{ID: p.CellID, Zone: p.Zone, Capacity: p.Capacity, PlacementTags: p.PlacementTags,
+			Held: a.usage.held(p.CellID, held[p.CellID])}
+		for _, h := range held[p.CellID] {
+			c.Instances = append(c.Instances, auction.Instance{ProcessGUID: h.ProcessGUID, MemoryMB: h.MemoryMB, DiskMB: h.DiskMB, Starting: h.Starting})
+		}
+		cells = append(cells, c)
+		repURL[c.ID] = p.RepAddress
+	}
+	return cells, repURL, nil
 }
 
 // waiting is what a round found waiting, by slot.
@@ -307,6 +356,7 @@ func (a *Auctioneer) handOut(ctx context.Context, placed []auction.Placement, re
 		}
 	}
 	byCell := map[string]*cellapi.PerformRequest{}
+	handed := map[slot]auction.Work{} // what went out, to take back what comes back
 	now := time.Now()
 	for _, p := range placed {
 		req := byCell[p.CellID]
@@ -321,6 +371,8 @@ func (a *Auctioneer) handOut(ctx context.Context, placed []auction.Placement, re
 			}
 			req.Tasks = append(req.Tasks, cellapi.TaskWork{TaskGUID: guid, Domain: t.Domain, Definition: t.TaskDefinition})
 			s := slot{task: guid}
+			handed[s] = p.Work
+			a.usage.add(p.CellID, p.Work, 1)
 			a.sent[s] = attempt{at: now, updated: w.tasks[s].UpdatedAt}
 			delete(a.failed, s)
 			continue
@@ -331,6 +383,8 @@ func (a *Auctioneer) handOut(ctx context.Context, placed []auction.Placement, re
 		}
 		req.LRPs = append(req.LRPs, cellapi.Work{Key: p.Work.Key, Definition: def})
 		s := instanceSlot(p.Work.Key)
+		handed[s] = p.Work
+		a.usage.add(p.CellID, p.Work, 1)
 		a.sent[s] = attempt{at: now, tag: w.instances[s].ModificationTag}
 		delete(a.failed, s)
 	}
@@ -356,29 +410,38 @@ func (a *Auctioneer) handOut(ctx context.Context, placed []auction.Placement, re
 				a.log.Warn("hand out work", zap.String("cell_id", cellID), zap.Int("instances", len(req.LRPs)),
 					zap.Int("tasks", len(req.Tasks)), zap.Error(err))
 				for _, w := range req.LRPs {
-					delete(a.sent, instanceSlot(w.Key))
+					a.takeBack(cellID, instanceSlot(w.Key), handed)
 				}
 				for _, t := range req.Tasks {
-					delete(a.sent, slot{task: t.TaskGUID})
+					a.takeBack(cellID, slot{task: t.TaskGUID}, handed)
 				}
 				return
 			}
 			for _, r := range resp.Rejected {
 				s := instanceSlot(r.Key)
-				delete(a.sent, s)
+				a.takeBack(cellID, s, handed)
 				if !strings.HasPrefix(r.Reason, "claim failed") {
 					a.failed[s] = time.Now()
 				}
 			}
 			for _, r := range resp.RejectedTasks {
 				s := slot{task: r.TaskGUID}
-				delete(a.sent, s)
+				a.takeBack(cellID, s, handed)
 				a.failed[s] = time.Now()
 			}
 		}()
 	}
 	wg.Wait()
 	return nil
+}
+
+// takeBack forgets that the work in s went to cellID: the cell did not take it. The caller
+// holds handOut's lock.
+func (a *Auctioneer) takeBack(cellID string, s slot, handed map[slot]auction.Work) {
+	delete(a.sent, s)
+	if w, ok := handed[s]; ok {
+		a.usage.add(cellID, w, -1)
+	}
 }
 
 // fail records why an instance could not be placed, once per reason.

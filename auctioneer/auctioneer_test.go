@@ -112,7 +112,7 @@ VALUES ('cell-1', 'z1', 'http://127.0.0.1:1', 4096, 4096, 100, now() + interval 
 	go func() { defer close(done); a.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	waitLog(t, logs, zap.InfoLevel, "leading placement")
-	if err := s.Notifications().Listen(ctx, db.EventsChannel); err != nil {
+	if err := s.Notifications().Listen(ctx, db.PlacementChannel); err != nil {
 		t.Fatal(err)
 	}
 

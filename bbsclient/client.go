@@ -80,6 +80,8 @@ type InstanceRequest struct {
 	NetInfo         *model.ActualLRPNetInfo     `json:"actual_lrp_net_info,omitempty"`
 	ErrorMessage    string                      `json:"error_message,omitempty"`
 	ModificationTag *model.ModificationTag      `json:"modification_tag,omitempty"`
+	// Routable, in a start, is false while the instance's readiness checks do not pass.
+	Routable *bool `json:"routable,omitempty"`
 }
 
 type actualLRPResponse struct {
@@ -99,9 +101,10 @@ func (c *Client) ClaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik 
 	return c.lifecycle(ctx, "claim", InstanceRequest{Key: key, InstanceKey: &ik})
 }
 
-// StartActualLRP records that the instance runs on this cell at net.
-func (c *Client) StartActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo) (*model.ActualLRP, error) {
-	return c.lifecycle(ctx, "start", InstanceRequest{Key: key, InstanceKey: &ik, NetInfo: &net})
+// StartActualLRP records that the instance of req.Key runs on the cell of req.InstanceKey at
+// req.NetInfo (and, with Routable false, that its readiness checks do not pass).
+func (c *Client) StartActualLRP(ctx context.Context, req InstanceRequest) (*model.ActualLRP, error) {
+	return c.lifecycle(ctx, "start", req)
 }
 
 // BatchResult is one instance's answer in a batch report: the instance as stored, or the

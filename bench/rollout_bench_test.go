@@ -46,16 +46,25 @@ func waitRunning(b *testing.B, c *testcluster.Cluster, want int, within time.Dur
 	b.Helper()
 	start := time.Now()
 	last := start
+	// Polled every 50 ms while a fleet is being placed: counting what is not RUNNING reads
+	// the partial index on state, where counting what is RUNNING read every instance and
+	// took a core from the system being measured. The total is counted once nothing waits.
 	testwait.Until(b, within, 50*time.Millisecond, fmt.Sprintf("%d instances RUNNING", want), func() bool {
-		var n int
-		if err := c.Store.DB().GetContext(ctx, &n, `SELECT count(*) FROM actual_lrps WHERE state = 'RUNNING'`); err != nil {
+		var waiting, total int
+		if err := c.Store.DB().GetContext(ctx, &waiting, `SELECT count(*) FROM actual_lrps WHERE state <> 'RUNNING'`); err != nil {
 			b.Fatal(err)
 		}
 		if time.Since(last) > 15*time.Second {
 			last = time.Now()
-			b.Logf("  %s: %d of %d RUNNING", time.Since(start).Round(time.Second), n, want)
+			b.Logf("  %s: %d not RUNNING yet", time.Since(start).Round(time.Second), waiting)
 		}
-		return n == want
+		if waiting > 0 {
+			return false
+		}
+		if err := c.Store.DB().GetContext(ctx, &total, `SELECT count(*) FROM actual_lrps`); err != nil {
+			b.Fatal(err)
+		}
+		return total == want
 	})
 }
 
@@ -107,24 +116,40 @@ func BenchmarkRolloutStep50(b *testing.B) {
 	c := testcluster.New(b, testcluster.Options{Cells: 10, Zones: 2, TemporalClient: temporaltest.New(b),
 		Capacity: model.CellCapacity{MemoryMB: 8192, DiskMB: 8192, Containers: 100}})
 	var all []time.Duration
+	var cpu time.Duration
 	for i := 0; i < b.N; i++ {
 		guid := fmt.Sprintf("step50-%d", i)
 		if err := c.BBS.DesireLRP(ctx, instantLRP(guid, 50)); err != nil {
 			b.Fatal(err)
 		}
 		waitRunning(b, c, 50*(i+1), time.Minute)
+		cpu0, parts := treeCPUByChild()
+		stopProfile := profileWindow(b)
 		start := time.Now()
 		if err := c.BBS.UpdateDesiredLRP(ctx, guid, &model.DesiredLRPUpdate{Definition: nextDefinition("v2")}); err != nil {
 			b.Fatal(err)
 		}
 		waitRollouts(b, c, i+1, 5*time.Minute)
 		took := time.Since(start)
+		stopProfile()
+		cpu += treeCPU() - cpu0
 		d := indexDurations(b, c, guid, start)
 		all = append(all, d...)
 		b.Logf("50-instance rollout %d: %s in all, %s per index on average", i, took.Round(time.Millisecond), (took / 50).Round(time.Millisecond))
+		b.Logf("  phases of an index (median): %s", rolloutPhases(b, c, guid, guid, "v2"))
+		b.Logf("  CPU per index: %s", cpuSince(parts, 50))
 	}
-	b.ReportMetric(float64(percentile(all, 0.5).Microseconds())/1000, "ms/index-p50")
+	p50 := percentile(all, 0.5)
+	b.ReportMetric(float64(p50.Microseconds())/1000, "ms/index-p50")
 	b.ReportMetric(float64(percentile(all, 0.9).Microseconds())/1000, "ms/index-p90")
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(50*b.N), "cpu-ms/index")
+	// The floor beside it, on the same server: one workflow of 50 steps of the same shape.
+	steps, _ := floor(b, c.Temporal, 1, 50)
+	fp50 := percentile(steps, 0.5)
+	b.Logf("floor: 50 steps of a rollout's shape doing nothing: %.1f ms/step p50, %.1f p90; ours %.2f of its speed",
+		float64(fp50.Microseconds())/1000, float64(percentile(steps, 0.9).Microseconds())/1000, float64(fp50)/float64(p50))
+	b.ReportMetric(float64(fp50.Microseconds())/1000, "floor-ms/step-p50")
+	b.ReportMetric(float64(fp50)/float64(p50), "floor-ratio")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -142,12 +167,15 @@ func BenchmarkThousandRollouts(b *testing.B) {
 		parallel(b, lrps, func(j int) error { return c.BBS.DesireLRP(ctx, instantLRP(fmt.Sprintf("%s%04d", prefix, j), perLRP)) })
 		waitRunning(b, c, lrps*perLRP*(i+1), 5*time.Minute)
 		watch := watchFleet(b, c, prefix, perLRP)
+		cpu0, parts := treeCPUByChild()
 		start := time.Now()
 		parallel(b, lrps, func(j int) error {
 			return c.BBS.UpdateDesiredLRP(ctx, fmt.Sprintf("%s%04d", prefix, j), &model.DesiredLRPUpdate{Definition: nextDefinition("v2")})
 		})
 		waitRollouts(b, c, lrps*(i+1), 20*time.Minute)
 		took := time.Since(start)
+		cpu := treeCPU() - cpu0
+		b.Logf("CPU per index step: %s", cpuSince(parts, lrps*perLRP))
 		samples := watch.finish(b, lrps)
 		var onV2 int
 		if err := c.Store.DB().GetContext(ctx, &onV2, `SELECT count(*) FROM actual_lrps
@@ -159,8 +187,16 @@ WHERE process_guid LIKE $1 AND definition_id = 'v2' AND state = 'RUNNING' AND NO
 		}
 		b.Logf("%d rollouts of %d instances: all completed in %s (%.1f index-steps/s); every LRP kept %d of %d indices served over %d fleet-wide samples",
 			lrps, perLRP, took.Round(time.Millisecond), float64(lrps*perLRP)/took.Seconds(), perLRP, perLRP, samples)
-		b.ReportMetric(float64(lrps*perLRP)/took.Seconds(), "index-steps/s")
+		ours := float64(lrps*perLRP) / took.Seconds()
+		b.ReportMetric(ours, "index-steps/s")
 		b.ReportMetric(took.Seconds(), "s/1000-rollouts")
+		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(lrps*perLRP), "cpu-ms/index")
+		// The floor beside it, on the same server: 1,000 workflows of 4 steps of the same
+		// shape at once.
+		_, fl := floor(b, c.Temporal, lrps, perLRP)
+		b.Logf("floor: %d workflows of %d steps of a rollout's shape doing nothing: %.1f steps/s; ours %.2f of it", lrps, perLRP, fl, ours/fl)
+		b.ReportMetric(fl, "floor-steps/s")
+		b.ReportMetric(ours/fl, "floor-ratio")
 	}
 	b.ReportMetric(0, "ns/op")
 }

@@ -166,10 +166,11 @@ func readAll(b *testing.B, api *apiProcess, label string) {
 	}
 }
 
-// desireAll desires lrps sim LRPs of perLRP instances each, 16 requests at a time.
+// desireAll desires lrps sim LRPs of perLRP instances each, BENCH_SCALE_DESIRERS (default
+// 16) requests at a time.
 func desireAll(b *testing.B, c *testcluster.Cluster, lrps, perLRP int) {
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
+	sem := make(chan struct{}, envInt(b, "BENCH_SCALE_DESIRERS", 16))
 	for i := range lrps {
 		wg.Add(1)
 		sem <- struct{}{}

@@ -76,7 +76,7 @@ type BBS interface {
 	RemoveCell(ctx context.Context, cellID string) error
 	ActualLRPs(ctx context.Context, f model.ActualLRPFilter) ([]model.ActualLRP, error)
 	ClaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) (*model.ActualLRP, error)
-	StartActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo) (*model.ActualLRP, error)
+	StartActualLRP(ctx context.Context, req bbsclient.InstanceRequest) (*model.ActualLRP, error)
 	ClaimActualLRPs(ctx context.Context, reports []bbsclient.InstanceRequest) ([]bbsclient.BatchResult, error)
 	StartActualLRPs(ctx context.Context, reports []bbsclient.InstanceRequest) ([]bbsclient.BatchResult, error)
 	CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, reason string) (*model.ActualLRP, error)
@@ -251,8 +251,9 @@ func (a *Agent) eventLoop(ctx context.Context) {
 	}
 }
 
-// available is the capacity left after every container the cell holds.
-func (a *Agent) available() model.CellCapacity {
+// Available is the capacity left after every container the cell holds: what placement
+// offers it and what its capacity metrics report.
+func (a *Agent) Available() model.CellCapacity {
 	left := a.cfg.Capacity
 	for _, c := range a.exec.Containers() {
 		left.MemoryMB -= c.MemoryMB

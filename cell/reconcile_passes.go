@@ -37,6 +37,10 @@ func (a *Agent) reconcileContainers(ctx context.Context, guids []string) error {
 	if err := a.reconcileTasks(ctx, tasks, false); err != nil {
 		return err
 	}
+	containers, err := a.startFresh(ctx, containers)
+	if err != nil {
+		return err
+	}
 	switch len(containers) {
 	case 0:
 		return nil
@@ -100,34 +104,87 @@ func (a *Agent) reconcilePairs(ctx context.Context, containers []executor.Contai
 	return errors.Join(errs...)
 }
 
-// reportStarts tells the BBS, in one batch, that these instances run here. It holds the
+// startFresh reports the containers that have just come up RUNNING as started, in one
+// batch, without reading their slots first, and returns the others with those whose start
+// the store refused, for the read-and-decide path. For a RUNNING container Decide calls for
+// a start in every case but two, and the store refuses or skips exactly those: the slot runs
+// elsewhere (refused; read back, Decide deletes the container) or already runs here as
+// reported (nothing written). So a fresh start costs one batched write, where reading the
+// slot, or every instance of the cell, cost as much again as the start. A draining cell
+// leaves RUNNING containers to the evacuation.
+func (a *Agent) startFresh(ctx context.Context, containers []executor.Container) (rest []executor.Container, err error) {
+	var starts []bbsclient.InstanceRequest
+	byGuid := map[string]executor.Container{}
+	for _, c := range containers {
+		if c.State != executor.StateRunning || a.draining.Load() {
+			rest = append(rest, c)
+			continue
+		}
+		starts = append(starts, a.startRequest(&c))
+		byGuid[c.Guid] = c
+	}
+	if len(starts) == 0 {
+		return rest, nil
+	}
+	refused, err := a.sendStarts(ctx, starts)
+	for _, r := range refused {
+		rest = append(rest, byGuid[r.req.InstanceKey.InstanceGUID])
+	}
+	return rest, err
+}
+
+// reportStarts tells the BBS, in one batch, that these instances run here.
+func (a *Agent) reportStarts(ctx context.Context, starts []bbsclient.InstanceRequest) error {
+	refused, err := a.sendStarts(ctx, starts)
+	errs := []error{err}
+	for _, r := range refused {
+		// Someone else runs it now (ActualLRPCannotBeStarted): the next pass deletes the
+		// container.
+		if !model.IsType(r.err, model.ErrCannotBeStarted) {
+			errs = append(errs, r.err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// refusedStart is a start the store did not take, and why.
+type refusedStart struct {
+	req bbsclient.InstanceRequest
+	err error
+}
+
+// sendStarts reports starts in one batch and returns those the store refused. It holds the
 // agent's lock, as a single start does, and reports only the containers that still run:
 // another pass may have reported one crashed or stopped since it was queued.
-func (a *Agent) reportStarts(ctx context.Context, starts []bbsclient.InstanceRequest) error {
+func (a *Agent) sendStarts(ctx context.Context, starts []bbsclient.InstanceRequest) ([]refusedStart, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	live := starts[:0]
+	var live []bbsclient.InstanceRequest
 	for _, s := range starts {
 		if c, ok := a.exec.Get(s.InstanceKey.InstanceGUID); ok && c.State == executor.StateRunning {
 			live = append(live, s)
 		}
 	}
 	if len(live) == 0 {
-		return nil
+		return nil, nil
 	}
 	results, err := a.bbs.StartActualLRPs(ctx, live)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var errs []error
-	for _, r := range results {
-		// Someone else runs it now (ActualLRPCannotBeStarted): the next pass deletes the
-		// container.
-		if err := r.Err(); err != nil && !model.IsType(err, model.ErrCannotBeStarted) {
-			errs = append(errs, err)
+	var refused []refusedStart
+	for i, r := range results {
+		if err := r.Err(); err != nil {
+			refused = append(refused, refusedStart{req: live[i], err: err})
 		}
 	}
-	return errors.Join(errs...)
+	return refused, nil
+}
+
+// startRequest is the report that c runs here: where, and whether it is ready.
+func (a *Agent) startRequest(c *executor.Container) bbsclient.InstanceRequest {
+	ik, net, routable := a.instanceKey(c), netInfo(c), !c.NotReady
+	return bbsclient.InstanceRequest{Key: c.Key, InstanceKey: &ik, NetInfo: &net, Routable: &routable}
 }
 
 // readSlot reads the ordinary instance in the container's slot; nil when there is none.
@@ -186,11 +243,10 @@ func (a *Agent) applyDecision(ctx context.Context, c *executor.Container, lrp *m
 		return err
 	case StartActualLRP:
 		if starts != nil {
-			ik, net := a.instanceKey(c), netInfo(c)
-			*starts = append(*starts, bbsclient.InstanceRequest{Key: c.Key, InstanceKey: &ik, NetInfo: &net})
+			*starts = append(*starts, a.startRequest(c))
 			return nil
 		}
-		_, err := a.bbs.StartActualLRP(ctx, c.Key, a.instanceKey(c), netInfo(c))
+		_, err := a.bbs.StartActualLRP(ctx, a.startRequest(c))
 		if model.IsType(err, model.ErrCannotBeStarted) {
 			// Someone else runs it now: the next pass deletes this container.
 			return nil

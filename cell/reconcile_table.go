@@ -209,6 +209,10 @@ func Decide(container *executor.Container, lrp *model.ActualLRP, cellID string) 
 	if l == unknownLRP {
 		return DoNothing
 	}
+	if c == running && l == runningOnA && container.NotReady != lrp.NotReady {
+		// Its readiness changed: BBS's rep reports that with a start (routable or not).
+		return StartActualLRP
+	}
 	return table[pair{c, l}]
 }
 

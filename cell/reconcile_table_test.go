@@ -280,3 +280,25 @@ func TestActionString(t *testing.T) {
 		}
 	}
 }
+
+// A running container whose readiness differs from its record's reports it again (BBS's rep
+// calls StartActualLRP with the new routable); the same readiness does nothing.
+func TestDecideReportsAReadinessChange(t *testing.T) {
+	for _, tc := range []struct {
+		containerNotReady, recordNotReady bool
+		want                              cell.Action
+	}{
+		{false, false, cell.DoNothing},
+		{true, true, cell.DoNothing},
+		{true, false, cell.StartActualLRP},
+		{false, true, cell.StartActualLRP},
+	} {
+		c := container(executor.StateRunning)
+		c.NotReady = tc.containerNotReady
+		a := lrp(model.StateRunning, cellA, guid)
+		a.NotReady = tc.recordNotReady
+		if got := cell.Decide(c, a, cellA); got != tc.want {
+			t.Errorf("container not ready %v, record not ready %v: %s, want %s", tc.containerNotReady, tc.recordNotReady, got, tc.want)
+		}
+	}
+}

@@ -51,7 +51,7 @@ func (a *Agent) handleWork(w http.ResponseWriter, r *http.Request) {
 	var resp cellapi.PerformResponse
 	var accepted []executor.Container
 	a.mu.Lock()
-	left := a.available()
+	left := a.Available()
 	for _, work := range req.LRPs {
 		reason := ""
 		switch {
@@ -160,7 +160,7 @@ func (a *Agent) handleState(w http.ResponseWriter, r *http.Request) {
 	containers := a.exec.Containers()
 	st := cellapi.State{
 		CellID: a.cfg.ID, Zone: a.cfg.Zone, Evacuating: a.draining.Load(), Capacity: a.cfg.Capacity,
-		Available: a.available(), Containers: make([]cellapi.Container, len(containers)),
+		Available: a.Available(), Containers: make([]cellapi.Container, len(containers)),
 	}
 	for i, c := range containers {
 		st.Containers[i] = wireContainer(c)

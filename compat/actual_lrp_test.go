@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"testing"
@@ -16,7 +17,7 @@ import (
 
 // desire desires an LRP of sleeping instances through our JSON API, with an internal route
 // and metric tags as Cloud Controller sets them, and removes it when the test ends.
-func desire(t *testing.T, guid string, instances int) {
+func desire(t *testing.T, guid string, instances int, extra ...map[string]any) {
 	t.Helper()
 	post := func(path string, body any) {
 		t.Helper()
@@ -30,14 +31,18 @@ func desire(t *testing.T, guid string, instances int) {
 			t.Fatalf("POST %s: %d", path, resp.StatusCode)
 		}
 	}
-	post("/v1/desired_lrp/desire", map[string]any{"desired_lrp": map[string]any{
+	lrp := map[string]any{
 		"process_guid": guid, "domain": "cf-apps", "instances": instances,
 		"rootfs": "preloaded:cflinuxfs4", "memory_mb": 16, "disk_mb": 16, "metrics_guid": guid,
 		"routes": map[string]any{"internal-router": []map[string]string{{"hostname": guid + ".apps.internal"}}},
 		"metric_tags": map[string]any{"source_id": map[string]string{"static": guid},
 			"instance_id": map[string]string{"dynamic": "INDEX"}, "instance_guid": map[string]string{"dynamic": "INSTANCE_GUID"}},
 		"action": map[string]any{"run": map[string]any{"path": "/bin/sleep", "args": []string{"3600"}}},
-	}})
+	}
+	for _, e := range extra {
+		maps.Copy(lrp, e)
+	}
+	post("/v1/desired_lrp/desire", map[string]any{"desired_lrp": lrp})
 	t.Cleanup(func() { post("/v1/desired_lrp/remove", map[string]any{"process_guid": guid}) })
 }
 
@@ -189,5 +194,30 @@ func TestActualLRPsThroughTheRealClient(t *testing.T) {
 				t.Errorf("a cell's stream passed an instance of another cell: %+v", ce.ActualLrp)
 			}
 		}
+	}
+}
+
+// TestRoutableFollowsReadiness: an instance whose readiness check does not pass runs, and the
+// real client reads it RUNNING with routable present and false (as a rep reports it), on the
+// list and on its events; CC and route-emitter keep traffic away from it.
+func TestRoutableFollowsReadiness(t *testing.T) {
+	c, log := newClient(t), testLogger(t)
+	const guid = "compat-unready"
+	desire(t, guid, 1, map[string]any{"ports": []int{8080},
+		"check_definition": map[string]any{"readiness_checks": []any{map[string]any{"tcp_check": map[string]any{"port": 8080}}}}})
+	var lrps []*models.ActualLRP
+	var err error
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if !waitFor(ctx, func() bool {
+		lrps, err = c.ActualLRPs(log, traceID(t), models.ActualLRPFilter{ProcessGuid: guid})
+		return err == nil && len(lrps) == 1 && lrps[0].State == models.ActualLRPStateRunning
+	}) {
+		t.Fatalf("instances of %s = %v, %v; want 1 RUNNING", guid, lrps, err)
+	}
+	time.Sleep(2 * time.Second) // a few readiness checks, all failing: nothing listens on 8080
+	lrps, err = c.ActualLRPs(log, traceID(t), models.ActualLRPFilter{ProcessGuid: guid})
+	if err != nil || len(lrps) != 1 || lrps[0].State != models.ActualLRPStateRunning || !lrps[0].RoutableExists() || lrps[0].GetRoutable() {
+		t.Fatalf("instance of %s = %+v, %v; want RUNNING with routable present and false", guid, lrps, err)
 	}
 }

@@ -52,11 +52,25 @@ type slotKey struct {
 // it: two batches meet on the LRPs they mark healthy, or a batch meets single writes.
 const batchAttempts = 3
 
+// reportInstances writes reports with the next transaction of their kind's group (see
+// reportGroup), together with other cells' reports that arrive meanwhile.
 func (s *Store) reportInstances(ctx context.Context, reports []InstanceReport, start bool) ([]BatchResult, error) {
-	results := make([]BatchResult, len(reports))
 	if len(reports) == 0 {
-		return results, nil
+		return []BatchResult{}, nil
 	}
+	g := &s.claims
+	if start {
+		g = &s.starts
+	}
+	return g.do(ctx, reports, func(ctx context.Context, reports []InstanceReport) ([]BatchResult, error) {
+		return s.reportTogether(ctx, reports, start)
+	})
+}
+
+// reportTogether writes reports in one transaction (and those that need a single write
+// after it) and answers each.
+func (s *Store) reportTogether(ctx context.Context, reports []InstanceReport, start bool) ([]BatchResult, error) {
+	results := make([]BatchResult, len(reports))
 	alone := make([]int, 0) // reports answered by the single write after the batch
 	var err error
 	for range batchAttempts {
@@ -243,14 +257,16 @@ RETURNING `+actualColumns,
 	return out, nil
 }
 
-// markHealthyAll is markHealthy for every running instance's definition, in one statement.
+// markHealthyAll is markHealthy for every serving instance's definition, in one statement.
 func markHealthyAll(ctx context.Context, tx *sqlx.Tx, lrps []model.ActualLRP) error {
-	if len(lrps) == 0 {
-		return nil
-	}
-	guids, defs := make([]string, len(lrps)), make([]string, len(lrps))
+	var guids, defs []string
 	for i := range lrps {
-		guids[i], defs[i] = lrps[i].ProcessGUID, lrps[i].DefinitionID
+		if lrps[i].State == model.StateRunning && !lrps[i].NotReady {
+			guids, defs = append(guids, lrps[i].ProcessGUID), append(defs, lrps[i].DefinitionID)
+		}
+	}
+	if len(guids) == 0 {
+		return nil
 	}
 	// Only LRPs whose healthy definition changes are locked, in process guid order, so that
 	// two batches never wait on each other in a cycle.

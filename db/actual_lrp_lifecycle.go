@@ -112,7 +112,7 @@ func (s *Store) StartReported(ctx context.Context, r InstanceReport, tag *model.
 		if err != nil {
 			return out, err
 		}
-		return out, s.markHealthy(ctx, tx, out.ProcessGUID, out.DefinitionID)
+		return out, s.markHealthy(ctx, tx, &out)
 	}
 	return s.changeInstanceOr(ctx, r.Key, model.PresenceOrdinary, tag, create, func(tx *sqlx.Tx, _ *actualRow, before model.ActualLRP) (model.ActualLRP, error) {
 		after, write, err := s.started(before, r)
@@ -123,7 +123,7 @@ func (s *Store) StartReported(ctx context.Context, r InstanceReport, tag *model.
 		if err != nil {
 			return out, err
 		}
-		return out, s.markHealthy(ctx, tx, out.ProcessGUID, out.DefinitionID)
+		return out, s.markHealthy(ctx, tx, &out)
 	})
 }
 
@@ -191,10 +191,15 @@ RETURNING `+actualColumns, key.ProcessGUID, key.DefinitionID, key.Index, key.Dom
 	return a, appendEvents(ctx, tx, event(model.EventActualLRPCreated, a))
 }
 
-// markHealthy sets the LRP's healthy definition when def, its active definition, runs.
-func (s *Store) markHealthy(ctx context.Context, tx *sqlx.Tx, guid, def string) error {
+// markHealthy sets the LRP's healthy definition when a, an instance of its active definition,
+// serves: RUNNING and ready. A definition whose readiness checks never pass has not proven it
+// can run, and must not become the one that missing indices and crashes restart on.
+func (s *Store) markHealthy(ctx context.Context, tx *sqlx.Tx, a *model.ActualLRP) error {
+	if a.State != model.StateRunning || a.NotReady {
+		return nil
+	}
 	_, err := tx.ExecContext(ctx, `UPDATE desired_lrps SET healthy_definition_id = $2, updated_at = now()
-WHERE process_guid = $1 AND active_definition_id = $2 AND healthy_definition_id IS DISTINCT FROM $2`, guid, def)
+WHERE process_guid = $1 AND active_definition_id = $2 AND healthy_definition_id IS DISTINCT FROM $2`, a.ProcessGUID, a.DefinitionID)
 	return err
 }
 

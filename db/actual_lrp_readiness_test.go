@@ -9,7 +9,7 @@ import (
 )
 
 // A cell reports a RUNNING instance whose readiness checks do not pass yet: it is RUNNING but
-// not routable; its becoming ready, and unready again, are changes of their own (with their
+// not routable, and its definition is not proven healthy by it; its becoming ready, and unready again, are changes of their own (with their
 // events, which routers and tps-watcher follow); leaving RUNNING clears it.
 func TestReadinessDecidesRoutable(t *testing.T) {
 	s := dbtest.NewStore(t)
@@ -22,8 +22,19 @@ func TestReadinessDecidesRoutable(t *testing.T) {
 	}
 	changes := func() int { return events(t, s, model.EventActualLRPChanged) }
 
+	healthy := func() string {
+		t.Helper()
+		infos, err := s.DesiredLRPSchedulingInfos(ctx, model.DesiredLRPFilter{ProcessGUIDs: []string{"app"}})
+		if err != nil || len(infos) != 1 {
+			t.Fatal(infos, err)
+		}
+		return infos[0].HealthyDefinitionID
+	}
 	a, err := s.StartReported(ctx, db.InstanceReport{Key: key("app", 0), InstanceKey: cellA, NetInfo: net, NotReady: true}, nil)
 	routable("started, not ready", a, err, false)
+	if h := healthy(); h != "" {
+		t.Fatalf("healthy definition %q while its only instance is not ready, want none yet", h)
+	}
 	n := changes()
 	a, err = s.StartReported(ctx, db.InstanceReport{Key: key("app", 0), InstanceKey: cellA, NetInfo: net, NotReady: true}, nil)
 	routable("reported again, still not ready", a, err, false)
@@ -32,6 +43,9 @@ func TestReadinessDecidesRoutable(t *testing.T) {
 	}
 	a, err = s.StartActualLRP(ctx, key("app", 0), cellA, net, nil)
 	routable("ready", a, err, true)
+	if h := healthy(); h != "app" {
+		t.Fatalf("healthy definition %q once its instance is ready, want app", h)
+	}
 	if changes() != n+1 {
 		t.Fatal("becoming ready wrote no changed event")
 	}
@@ -48,4 +62,33 @@ func TestReadinessDecidesRoutable(t *testing.T) {
 	unknown := model.ActualLRPKey{ProcessGUID: "app", Index: 1, Domain: "cf-apps"}
 	a, err = s.StartReported(ctx, db.InstanceReport{Key: unknown, InstanceKey: cellB, NetInfo: net, NotReady: true}, nil)
 	routable("an instance the store did not know, not ready", a, err, false)
+}
+
+// A draining cell keeps its EVACUATING instance while the replacement runs but is not ready
+// (it alone takes the traffic), and lets it go once the replacement is ready.
+func TestEvacuationWaitsForAReadyReplacement(t *testing.T) {
+	s := dbtest.NewStore(t)
+	desire(t, s, newLRP("app", 1))
+	if _, err := s.StartActualLRP(ctx, key("app", 0), cellA, net, nil); err != nil {
+		t.Fatal(err)
+	}
+	evacuate := func(what string, want bool) {
+		t.Helper()
+		keep, err := s.EvacuateRunningActualLRP(ctx, key("app", 0), cellA, net)
+		if err != nil || keep != want {
+			t.Fatalf("%s: keep %v (%v), want %v", what, keep, err, want)
+		}
+	}
+	evacuate("first report", true)
+	if _, err := s.ClaimActualLRP(ctx, key("app", 0), cellB, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartReported(ctx, db.InstanceReport{Key: key("app", 0), InstanceKey: cellB, NetInfo: net, NotReady: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	evacuate("replacement running, not ready", true)
+	if _, err := s.StartActualLRP(ctx, key("app", 0), cellB, net, nil); err != nil {
+		t.Fatal(err)
+	}
+	evacuate("replacement ready", false)
 }

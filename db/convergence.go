@@ -40,6 +40,9 @@ type ConvergeOptions struct {
 
 // ConvergeResult says what a pass changed, step by step.
 type ConvergeResult struct {
+	// MissingCells are the cells without a fresh presence that instances are still recorded
+	// on (Diego's SuspectCells).
+	MissingCells int
 	// MissingCellClaims are CLAIMED instances on vanished cells made UNCLAIMED again.
 	MissingCellClaims int
 	// Suspected are RUNNING instances on vanished cells made SUSPECT, each with a new
@@ -145,7 +148,8 @@ const (
     WHERE l.process_guid = a.process_guid AND a.instance_index < l.instances)`
 )
 
-// removeResolvedSuspects deletes SUSPECT instances whose replacement is RUNNING: an ORDINARY
+// removeResolvedSuspects deletes SUSPECT instances whose replacement is RUNNING and ready (its
+// readiness checks, if any, pass): an ORDINARY
 // instance of the same definition at the index, or of any definition once no ORDINARY
 // instance of the suspect's own definition is left there (a rollout moved the index on).
 // A suspect whose replacement is not RUNNING yet is kept even when its cell is back: it may
@@ -156,7 +160,7 @@ func (s *Store) removeResolvedSuspects(ctx context.Context, res *ConvergeResult)
 		removed, err := selectActual(ctx, tx, `DELETE FROM actual_lrps a
 WHERE a.presence = 'SUSPECT' AND EXISTS (SELECT 1 FROM actual_lrps o
     WHERE o.process_guid = a.process_guid AND o.instance_index = a.instance_index
-      AND o.presence = 'ORDINARY' AND o.state = 'RUNNING'
+      AND o.presence = 'ORDINARY' AND o.state = 'RUNNING' AND NOT o.not_ready
       AND (o.definition_id = a.definition_id OR NOT EXISTS (SELECT 1 FROM actual_lrps p
           WHERE p.process_guid = a.process_guid AND p.instance_index = a.instance_index
             AND p.definition_id = a.definition_id AND p.presence = 'ORDINARY')))
@@ -233,6 +237,7 @@ SELECT id FROM ids WHERE id IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM cells c WHERE c.cell_id = ids.id AND c.expires_at > now())`); err != nil {
 		return err
 	}
+	res.MissingCells = len(missing)
 	if len(missing) == 0 {
 		return nil
 	}
@@ -360,7 +365,7 @@ WHERE state = 'UNCLAIMED' AND since < $1`, s.nowNanos()-int64(age))
 	if err != nil || res.StaleUnclaimed == 0 {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, `SELECT pg_notify($1, '')`, EventsChannel)
+	_, err = s.db.ExecContext(ctx, `SELECT pg_notify($1, '')`, PlacementChannel)
 	return err
 }
 

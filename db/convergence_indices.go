@@ -61,9 +61,10 @@ ORDER BY l.process_guid`)
 }
 
 // duplicateRank orders the ordinary instances at one index (alias a, of LRP l) best first:
-// the one that serves, or is closest to serving, then the healthy definition's (the one a
-// restart would use, seed 000), then the active one's.
-const duplicateRank = `CASE a.state WHEN 'RUNNING' THEN 0 WHEN 'CLAIMED' THEN 1 WHEN 'UNCLAIMED' THEN 2 ELSE 3 END,
+// the one that serves (RUNNING and ready), or is closest to serving, then the healthy
+// definition's (the one a restart would use, seed 000), then the active one's.
+const duplicateRank = `CASE WHEN a.state = 'RUNNING' AND NOT a.not_ready THEN 0 WHEN a.state = 'RUNNING' THEN 1
+    WHEN a.state = 'CLAIMED' THEN 2 WHEN a.state = 'UNCLAIMED' THEN 3 ELSE 4 END,
     a.definition_id IS DISTINCT FROM coalesce(l.healthy_definition_id, l.active_definition_id),
     a.definition_id <> l.active_definition_id, a.definition_id`
 

@@ -35,6 +35,9 @@ type Store struct {
 	restartPolicy model.RestartPolicy
 	jit           JITMode
 
+	// claims and starts group the cells' batch reports into shared transactions.
+	claims, starts reportGroup
+
 	notifyMu sync.Mutex
 	notifier *Notifier
 	closed   bool

@@ -200,20 +200,45 @@ func (s *Store) DesiredLRPByProcessGUID(ctx context.Context, guid string) (*mode
 
 // DesiredLRPs lists the LRPs that match the filter, ordered by process guid.
 func (s *Store) DesiredLRPs(ctx context.Context, f model.DesiredLRPFilter) ([]model.DesiredLRP, error) {
-	var rows []desiredWithDefinition
-	err := s.db.SelectContext(ctx, &rows, desiredWithActiveDefinition+filterClause+` ORDER BY l.process_guid`, filterArgs(f)...)
-	if err != nil {
-		return nil, mapError(err)
-	}
-	out := make([]model.DesiredLRP, 0, len(rows))
-	for i := range rows {
-		d, err := rows[i].model()
-		if err != nil {
-			return nil, err
-		}
+	out := []model.DesiredLRP{}
+	err := s.EachDesiredLRP(ctx, f, func(d *model.DesiredLRP) error {
 		out = append(out, *d)
+		return nil
+	})
+	return out, err
+}
+
+// EachDesiredLRP calls fn with each LRP DesiredLRPs would list, in the same order, as the rows
+// arrive, so that a list of every LRP (Cloud Controller's sync, cfdot) never sits in memory;
+// an error from fn ends the walk and is returned.
+func (s *Store) EachDesiredLRP(ctx context.Context, f model.DesiredLRPFilter, fn func(*model.DesiredLRP) error) error {
+	return eachRow(ctx, s, desiredWithActiveDefinition+filterClause+` ORDER BY l.process_guid`, filterArgs(f),
+		func(row *desiredWithDefinition) error {
+			d, err := row.model()
+			if err != nil {
+				return err
+			}
+			return fn(d)
+		})
+}
+
+// eachRow runs query and calls fn with each row scanned into a fresh T, as the rows arrive.
+func eachRow[T any](ctx context.Context, s *Store, query string, args []any, fn func(*T) error) error {
+	rows, err := s.db.QueryxContext(ctx, query, args...)
+	if err != nil {
+		return mapError(err)
 	}
-	return out, nil
+	defer rows.Close()
+	for rows.Next() {
+		var row T
+		if err := rows.StructScan(&row); err != nil {
+			return mapError(err)
+		}
+		if err := fn(&row); err != nil {
+			return err
+		}
+	}
+	return mapError(rows.Err())
 }
 
 // lockDesired reads an LRP's row and locks it until the transaction ends, so that changes to

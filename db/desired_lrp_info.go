@@ -22,21 +22,25 @@ type schedulingRow struct {
 // DesiredLRPSchedulingInfos lists what placement needs of the matching LRPs, without reading
 // any run info.
 func (s *Store) DesiredLRPSchedulingInfos(ctx context.Context, f model.DesiredLRPFilter) ([]model.DesiredLRPSchedulingInfo, error) {
-	var rows []schedulingRow
-	err := s.db.SelectContext(ctx, &rows, `SELECT `+desiredColumns+`,
+	out := []model.DesiredLRPSchedulingInfo{}
+	err := s.EachSchedulingInfo(ctx, f, func(info *model.DesiredLRPSchedulingInfo) error {
+		out = append(out, *info)
+		return nil
+	})
+	return out, err
+}
+
+// EachSchedulingInfo calls fn with each scheduling info DesiredLRPSchedulingInfos would list,
+// in the same order, as the rows arrive (Cloud Controller's sync reads every one).
+func (s *Store) EachSchedulingInfo(ctx context.Context, f model.DesiredLRPFilter, fn func(*model.DesiredLRPSchedulingInfo) error) error {
+	return eachRow(ctx, s, `SELECT `+desiredColumns+`,
     d.rootfs, d.memory_mb, d.disk_mb, d.max_pids, d.log_guid, d.placement_tags, d.volume_drivers
 FROM desired_lrps l
 JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.definition_id = l.active_definition_id`+
-		filterClause+` ORDER BY l.process_guid`, filterArgs(f)...)
-	if err != nil {
-		return nil, mapError(err)
-	}
-	out := make([]model.DesiredLRPSchedulingInfo, 0, len(rows))
-	for i := range rows {
-		r := &rows[i]
+		filterClause+` ORDER BY l.process_guid`, filterArgs(f), func(r *schedulingRow) error {
 		routes, _, err := r.routesAndTags()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		info := model.DesiredLRPSchedulingInfo{
 			ProcessGUID:          r.ProcessGUID,
@@ -60,9 +64,8 @@ JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.definition_id = 
 		if len(r.VolumeDrivers) > 0 {
 			info.VolumeDrivers = r.VolumeDrivers
 		}
-		out = append(out, info)
-	}
-	return out, nil
+		return fn(&info)
+	})
 }
 
 // routingRow is the routing part of an LRP: its LRP-level fields and its log guid.

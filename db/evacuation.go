@@ -37,7 +37,8 @@ func unclaimed(a model.ActualLRP, now int64) *model.ActualLRP {
 // 003's evacuation). The first report keeps the instance as EVACUATING and puts the ordinary
 // instance back to UNCLAIMED, so that a replacement is placed elsewhere while the old one
 // still serves. Later reports answer whether the cell must keep running it: not once the
-// replacement is RUNNING, nor when the instance crashed or is no longer desired; the
+// replacement is RUNNING and ready (its readiness checks, if any, pass), nor when the
+// instance crashed or is no longer desired; the
 // EVACUATING record is then deleted, and the cell stops the container.
 func (s *Store) EvacuateRunningActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo) (keep bool, err error) {
 	gone := func(tx *sqlx.Tx) (model.ActualLRP, error) {
@@ -50,7 +51,9 @@ func (s *Store) EvacuateRunningActualLRP(ctx context.Context, key model.ActualLR
 		}
 		mine := ordinary.ActualLRPInstanceKey == ik
 		switch {
-		case !wanted, ordinary.State == model.StateCrashed, ordinary.State == model.StateRunning && !mine:
+		// Its replacement serves (RUNNING and ready: one still failing its readiness
+		// checks does not take the traffic over), or there is nothing to keep.
+		case !wanted, ordinary.State == model.StateCrashed, ordinary.State == model.StateRunning && !ordinary.NotReady && !mine:
 			return model.ActualLRP{}, s.dropEvacuating(ctx, tx, ordinary.ActualLRPKey, ik)
 		case mine && ordinary.State == model.StateClaimed:
 			// Not yet serving: nothing to keep; it goes straight back for placement.

@@ -19,6 +19,10 @@ const EventsChannel = "bbs_events"
 // each LRP they concern, so that a wait on one LRP wakes only for it.
 const LRPChangesChannel = "bbs_lrp_changes"
 
+// PlacementChannel is raised by a statement whose events make work for placement: an
+// instance UNCLAIMED, a task PENDING (migration 0011). The auctioneer wakes on it alone.
+const PlacementChannel = "bbs_placement"
+
 // pendingEvent is an event to append in the current transaction.
 type pendingEvent struct {
 	name string

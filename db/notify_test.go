@@ -14,6 +14,7 @@ import (
 	"github.com/lib/pq"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/dbtest"
+	"github.com/updatable-lrps/bbs/model"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -206,6 +207,31 @@ func TestNotifierHearsCommittedEvents(t *testing.T) {
 	woken(t, "the events channel", events)
 	woken(t, "app", app)
 	asleep(t, "other", other)
+}
+
+// Placement is woken by work for it only: an instance desired (UNCLAIMED) or a task desired
+// (PENDING), not a claim or a start, which every rollout index writes too.
+func TestPlacementHearsOnlyWorkForIt(t *testing.T) {
+	s, _ := notifyStore(t)
+	n := s.Notifications()
+	placement := n.Subscribe(ctx, db.PlacementChannel)
+	defer placement.Close()
+	listen(t, n, db.PlacementChannel)
+	desire(t, s, newLRP("app", 1))
+	woken(t, "placement, by a desired instance", placement)
+	if _, err := s.ClaimActualLRP(ctx, key("app", 0), cellA, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartActualLRP(ctx, key("app", 0), cellA, net, nil); err != nil {
+		t.Fatal(err)
+	}
+	asleep(t, "placement, after a claim and a start", placement)
+	task := &model.Task{TaskGUID: "t1", Domain: "d", TaskDefinition: model.TaskDefinition{RootFS: "preloaded:cflinuxfs4",
+		Action: &model.Action{Run: &model.RunAction{Path: "/bin/true"}}}}
+	if _, err := s.DesireTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	woken(t, "placement, by a desired task", placement)
 }
 
 // The notification connection is cut while subscribers wait, and stays down while a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 	"github.com/updatable-lrps/bbs/model"
 )
@@ -77,17 +78,13 @@ type HeldInstance struct {
 
 // CellLoads lists the fresh cells with what they hold (every presence: an evacuating
 // instance still uses its cell). The sums are computed by PostgreSQL, so a round reads one
-// row per cell plus the instances of guids, however many instances the fleet runs.
+// row per cell plus the instances of guids, however many instances the fleet runs. It is
+// the full recompute; placement reads the sums only now and then (CellUsages) and keeps
+// them up to date from what it hands out.
 func (s *Store) CellLoads(ctx context.Context, guids []string) ([]CellLoad, error) {
 	cells, err := s.Cells(ctx)
 	if err != nil {
 		return nil, err
-	}
-	pos := make(map[string]int, len(cells))
-	out := make([]CellLoad, len(cells))
-	for i, c := range cells {
-		pos[c.CellID] = i
-		out[i].Cell = c
 	}
 	// The sums and the instances listed one by one come from one snapshot, so that an
 	// instance changing between the two reads is neither counted twice nor lost.
@@ -96,12 +93,53 @@ func (s *Store) CellLoads(ctx context.Context, guids []string) ([]CellLoad, erro
 		return nil, mapError(err)
 	}
 	defer tx.Rollback()
+	usage, err := cellUsages(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	held, err := heldInstances(ctx, tx, guids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]CellLoad, len(cells))
+	for i, c := range cells {
+		out[i] = CellLoad{Cell: c, Instances: held[c.CellID], Held: usage[c.CellID].Less(held[c.CellID])}
+	}
+	return out, nil
+}
+
+// Less is u without the instances listed one by one.
+func (u CellUsage) Less(listed []HeldInstance) CellUsage {
+	for _, h := range listed {
+		u.MemoryMB -= int64(h.MemoryMB)
+		u.DiskMB -= int64(h.DiskMB)
+		u.Containers--
+		if h.Starting {
+			u.Starting--
+		}
+	}
+	return u
+}
+
+// CellUsages sums what each cell holds, instances of every presence and running tasks, by
+// cell id: one aggregate over the whole fleet.
+func (s *Store) CellUsages(ctx context.Context) (map[string]CellUsage, error) {
+	return cellUsages(ctx, s.db)
+}
+
+// HeldInstances lists by cell id the instances of guids that cells hold: what placement
+// spreads an LRP's new instances against, read in proportion to what a round places.
+func (s *Store) HeldInstances(ctx context.Context, guids []string) (map[string][]HeldInstance, error) {
+	return heldInstances(ctx, s.db, guids)
+}
+
+func cellUsages(ctx context.Context, q sqlx.QueryerContext) (map[string]CellUsage, error) {
 	var totals []struct {
 		CellID string `db:"cell_id"`
 		CellUsage
 	}
 	// Running tasks share their cell's memory, disk and containers with its instances.
-	err = tx.SelectContext(ctx, &totals, `SELECT cell_id, sum(memorymb)::bigint AS memorymb, sum(diskmb)::bigint AS diskmb,
+	err := sqlx.SelectContext(ctx, q, &totals, `SELECT cell_id, sum(memorymb)::bigint AS memorymb, sum(diskmb)::bigint AS diskmb,
     sum(containers)::bigint AS containers, sum(starting)::bigint AS starting
 FROM (
     SELECT a.cell_id, coalesce(sum(d.memory_mb), 0) AS memorymb, coalesce(sum(d.disk_mb), 0) AS diskmb,
@@ -117,15 +155,19 @@ GROUP BY cell_id`)
 	if err != nil {
 		return nil, mapError(err)
 	}
+	out := make(map[string]CellUsage, len(totals))
 	for _, t := range totals {
-		if i, ok := pos[t.CellID]; ok {
-			out[i].Held = t.CellUsage
-		}
+		out[t.CellID] = t.CellUsage
 	}
+	return out, nil
+}
+
+func heldInstances(ctx context.Context, q sqlx.QueryerContext, guids []string) (map[string][]HeldInstance, error) {
+	out := map[string][]HeldInstance{}
 	if len(guids) == 0 {
 		return out, nil
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT a.cell_id, a.process_guid, coalesce(d.memory_mb, 0), coalesce(d.disk_mb, 0),
+	rows, err := q.QueryContext(ctx, `SELECT a.cell_id, a.process_guid, coalesce(d.memory_mb, 0), coalesce(d.disk_mb, 0),
     a.state = 'CLAIMED'
 FROM actual_lrps a
 LEFT JOIN lrp_definitions d ON d.process_guid = a.process_guid AND d.definition_id = a.definition_id
@@ -140,19 +182,7 @@ WHERE a.process_guid = ANY($1) AND a.cell_id <> ''`, pq.StringArray(guids))
 		if err := rows.Scan(&cellID, &h.ProcessGUID, &h.MemoryMB, &h.DiskMB, &h.Starting); err != nil {
 			return nil, mapError(err)
 		}
-		i, ok := pos[cellID]
-		if !ok {
-			continue
-		}
-		// Listed one by one, so no longer part of the sum.
-		l := &out[i]
-		l.Instances = append(l.Instances, h)
-		l.Held.MemoryMB -= int64(h.MemoryMB)
-		l.Held.DiskMB -= int64(h.DiskMB)
-		l.Held.Containers--
-		if h.Starting {
-			l.Held.Starting--
-		}
+		out[cellID] = append(out[cellID], h)
 	}
 	return out, mapError(rows.Err())
 }

@@ -31,7 +31,10 @@ VALUES (gen_random_uuid(), 'app', 'update', 'app', 'v2', 'active', 1, 'rollout:a
 	defer start.Rollback()
 	start.MustExec(`SELECT 1 FROM desired_lrps WHERE process_guid = 'app' FOR UPDATE`)
 	finished := make(chan error, 1)
-	go func() { finished <- s.FinishRollout(ctx, id, model.RolloutCompleted, "") }()
+	go func() {
+		_, err := s.FinishRollout(ctx, id, model.RolloutCompleted, "")
+		finished <- err
+	}()
 	time.Sleep(300 * time.Millisecond) // the finish takes what it can meanwhile
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -116,8 +116,12 @@ func TestWalkStepsAreIdempotent(t *testing.T) {
 		t.Fatalf("while canceling: active %q previous %q", d.DefinitionID, d.PreviousDefinitionID)
 	}
 	for i := 0; i < 2; i++ {
-		if err := s.FinishRollout(ctx, id, model.RolloutCanceled, ""); err != nil {
+		finished, err := s.FinishRollout(ctx, id, model.RolloutCanceled, "")
+		if err != nil {
 			t.Fatal(err)
+		}
+		if finished != (i == 0) {
+			t.Fatalf("call %d: finished = %v; only the first call ends the rollout", i+1, finished)
 		}
 	}
 	d, _ = s.DesiredLRPByProcessGUID(ctx, "app")

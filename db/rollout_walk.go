@@ -214,12 +214,13 @@ WHERE process_guid = $1`, r.ProcessGUID, r.FromDefinitionID, r.ToDefinitionID); 
 }
 
 // FinishRollout ends a rollout; a completed or canceled one clears the LRP's previous
-// definition. Finishing a finished rollout changes nothing.
-func (s *Store) FinishRollout(ctx context.Context, id, state, reason string) error {
+// definition. Finishing a finished rollout changes nothing: finished says whether this call
+// ended it, so that a retried call is not counted twice.
+func (s *Store) FinishRollout(ctx context.Context, id, state, reason string) (finished bool, err error) {
 	if state != model.RolloutCompleted && state != model.RolloutCanceled && state != model.RolloutFailed {
-		return model.Errorf(model.ErrInvalidRequest, "a rollout cannot finish as %q", state)
+		return false, model.Errorf(model.ErrInvalidRequest, "a rollout cannot finish as %q", state)
 	}
-	return s.inTx(ctx, func(tx *sqlx.Tx) error {
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
 		r, err := lockRolloutAfterLRP(ctx, tx, id)
 		if err != nil {
 			return err
@@ -238,8 +239,10 @@ WHERE process_guid = $1 AND previous_definition_id IS NOT NULL`, r.ProcessGUID);
 		if err != nil {
 			return err
 		}
+		finished = true
 		return appendEvents(ctx, tx, event(model.EventRolloutChanged, done))
 	})
+	return finished && err == nil, err
 }
 
 func lockRollout(ctx context.Context, tx *sqlx.Tx, id string) (*model.Rollout, error) {

@@ -10,7 +10,7 @@
 # Writes ca.crt ca.key server.crt server.key client.crt client.key, all
 # RSA 2048, valid for 825 days. The server certificate covers the names of the
 # compose services that listen (api-1, api-2, lb, cell-1, cell-2, cell-3,
-# temporal) and localhost and 127.0.0.1 (`make cluster`), and is also usable as
+# temporal; worker-1, worker-2 and router for their metrics) and localhost and 127.0.0.1 (`make cluster`), and is also usable as
 # a client certificate (the Temporal server's services call one another with it).
 #
 # The leaf keys are written world-readable (LEAF_KEY_MODE, default 0644) so the
@@ -74,7 +74,7 @@ sign() {
 }
 
 sign server api "serverAuth,clientAuth" \
-  "DNS:api-1,DNS:api-2,DNS:lb,DNS:cell-1,DNS:cell-2,DNS:cell-3,DNS:temporal,DNS:localhost,IP:127.0.0.1"
+  "DNS:api-1,DNS:api-2,DNS:lb,DNS:cell-1,DNS:cell-2,DNS:cell-3,DNS:temporal,DNS:worker-1,DNS:worker-2,DNS:router,DNS:localhost,IP:127.0.0.1"
 sign client bbs-client "clientAuth"
 
 openssl verify -CAfile "$work/ca.crt" "$work/server.crt" "$work/client.crt" >/dev/null
@@ -84,7 +84,9 @@ chmod 0600 "$work/ca.key"
 chmod "$leaf_key_mode" "$work/server.key" "$work/client.key"
 
 mkdir -p "$out"
-for f in ca.crt ca.key server.crt server.key client.crt client.key; do
+# ca.crt last: its presence is what a later run takes for a whole set, so an interrupted move
+# leaves it absent and the next run writes the set again.
+for f in ca.key server.crt server.key client.crt client.key ca.crt; do
   mv -f "$work/$f" "$out/$f"
 done
 echo "gen-certs: wrote CA, server and client certificates to $out"

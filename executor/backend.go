@@ -41,6 +41,9 @@ type Instance interface {
 	HasMonitor() bool
 	// Check runs the health check once; nil means healthy.
 	Check(ctx context.Context) error
+	// CheckReadiness runs the definition's readiness checks once; nil means ready (and
+	// always, for a definition without readiness checks).
+	CheckReadiness(ctx context.Context) error
 	// Stop ends the instance: a polite signal first, then a forced kill after grace. It
 	// returns once everything the instance started has exited.
 	Stop(grace time.Duration)

@@ -44,6 +44,10 @@ type Container struct {
 	Address string              `json:"address"`
 	Ports   []model.PortMapping `json:"ports,omitempty"`
 	Result  Result              `json:"result"`
+	// NotReady is set while a RUNNING instance's readiness checks do not pass: from the
+	// moment it runs until they first pass, and whenever they fail after. Its cell reports it
+	// (BBS's routable = false) so that routers keep traffic away.
+	NotReady bool `json:"not_ready,omitempty"`
 	// Since is when the container entered its current state.
 	Since time.Time `json:"since"`
 }

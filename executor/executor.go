@@ -43,6 +43,9 @@ type Config struct {
 	MonitorInterval time.Duration
 	// HealthyMonitorInterval is how often it runs once the instance is RUNNING; default 30s.
 	HealthyMonitorInterval time.Duration
+	// ReadinessInterval is how often a RUNNING instance's readiness checks run, when its
+	// definition has any; default 1s, so that routers learn of an unready instance quickly.
+	ReadinessInterval time.Duration
 	// StopGracePeriod is the time between the polite signal and the forced kill; default 10s.
 	StopGracePeriod time.Duration
 	// DefaultStartTimeout bounds the time to become healthy when the definition's
@@ -64,6 +67,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MonitorInterval <= 0 {
 		c.MonitorInterval = 500 * time.Millisecond
+	}
+	if c.ReadinessInterval <= 0 {
+		c.ReadinessInterval = time.Second
 	}
 	if c.HealthyMonitorInterval <= 0 {
 		c.HealthyMonitorInterval = 30 * time.Second

@@ -184,6 +184,8 @@ func (f *fakeInstance) Check(ctx context.Context) error {
 	return f.checkErr.Load().(errHolder).err
 }
 
+func (f *fakeInstance) CheckReadiness(context.Context) error { return nil }
+
 func (f *fakeInstance) Stop(time.Duration) {
 	f.stopOnce.Do(func() {
 		time.Sleep(f.stopDelay)

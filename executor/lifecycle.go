@@ -19,9 +19,15 @@ func HasHealthCheck(def model.LRPDefinition) bool {
 	return def.Monitor != nil || (def.CheckDefinition != nil && len(def.CheckDefinition.Checks) > 0)
 }
 
+// HasReadinessCheck reports whether a definition has readiness checks, which decide whether
+// its RUNNING instances are routable.
+func HasReadinessCheck(def model.LRPDefinition) bool {
+	return def.CheckDefinition != nil && len(def.CheckDefinition.ReadinessChecks) > 0
+}
+
 // lifecycle drives one container from INITIALIZING to COMPLETED and then shuts its instance
-// down. It is the only goroutine the executor keeps per container; health checks run on it,
-// paced by a timer.
+// down. Health checks run on it, paced by a timer; the only other goroutine a container may
+// have is its readiness checks' (watchReadiness), for a definition that has them.
 func (e *Executor) lifecycle(ctx context.Context, c *container) {
 	defer e.wg.Done()
 	defer close(c.done)
@@ -56,12 +62,73 @@ func (e *Executor) supervise(ctx context.Context, c *container, inst Instance) {
 	hasMonitor := inst.HasMonitor()
 	if !hasMonitor {
 		// Seed 002: without a monitor the instance is healthy as soon as its action runs.
-		if e.transition(c, StateRunning) {
+		if e.running(ctx, c, inst) {
 			e.watchAction(c, inst)
 		}
 		return
 	}
 	e.monitor(ctx, c, inst, log)
+}
+
+// running moves an LRP's container to RUNNING — not ready, when its definition has readiness
+// checks — and starts checking its readiness. False when the container completed first.
+func (e *Executor) running(ctx context.Context, c *container, inst Instance) bool {
+	readiness := HasReadinessCheck(c.spec.Definition)
+	e.mu.Lock()
+	if c.State == StateCompleted {
+		e.mu.Unlock()
+		return false
+	}
+	c.NotReady = readiness
+	e.setState(c, StateRunning)
+	e.mu.Unlock()
+	if readiness {
+		e.wg.Add(1)
+		go e.watchReadiness(ctx, c, inst)
+	}
+	return true
+}
+
+// watchReadiness runs the readiness checks every ReadinessInterval for as long as the
+// container runs, and records each change of their outcome (an event, for the cell to
+// report it at once). A check that hangs is bounded by the interval; one that races the
+// instance's stop is dropped by setReady.
+func (e *Executor) watchReadiness(ctx context.Context, c *container, inst Instance) {
+	defer e.wg.Done()
+	tick := time.NewTicker(e.cfg.ReadinessInterval)
+	defer tick.Stop()
+	for {
+		checkCtx, cancel := context.WithTimeout(ctx, e.cfg.ReadinessInterval)
+		err := inst.CheckReadiness(checkCtx)
+		cancel()
+		if !e.setReady(c, err == nil) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.stop:
+			return
+		case <-c.done:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// setReady records the readiness checks' outcome of a RUNNING container, publishing an event
+// when it changed. False once the container no longer runs.
+func (e *Executor) setReady(c *container, ready bool) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c.State != StateRunning {
+		return false
+	}
+	if c.NotReady == ready {
+		c.NotReady = !ready
+		e.publishLocked(Event{Container: c.snapshot()})
+	}
+	return true
 }
 
 // watchAction waits for an unmonitored instance's action: any exit is a crash.
@@ -160,7 +227,7 @@ func (e *Executor) monitor(ctx context.Context, c *container, inst Instance, log
 					healthy = true
 					deadlineTimer.Stop()
 					deadlineC = nil
-					if !e.transition(c, StateRunning) {
+					if !e.running(ctx, c, inst) {
 						return
 					}
 				}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -63,6 +64,35 @@ func (a *ActualLRP) AppendJSON(b []byte) []byte {
 	b = appendOptionalString(b, `,"availability_zone":`, a.AvailabilityZone)
 	if a.Retiring {
 		b = append(b, `,"retiring":true`...)
+	}
+	if len(a.InternalRoutes) > 0 {
+		b = append(b, `,"internal_routes":[`...)
+		for i, h := range a.InternalRoutes {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, h)
+		}
+		b = append(b, ']')
+	}
+	if len(a.MetricTags) > 0 {
+		b = append(b, `,"metric_tags":{`...)
+		keys := make([]string, 0, len(a.MetricTags))
+		for k := range a.MetricTags {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys) // encoding/json's order
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(appendJSONString(b, k), ':')
+			b = appendJSONString(b, a.MetricTags[k])
+		}
+		b = append(b, '}')
+	}
+	if a.NotReady {
+		b = append(b, `,"not_ready":true`...)
 	}
 	return append(b, '}')
 }

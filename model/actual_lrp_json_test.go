@@ -29,7 +29,8 @@ func TestAppendJSONIsEncodingJSON(t *testing.T) {
 				{ContainerPort: 2222, HostPort: 4294967295}}},
 		State: StateRunning, PlacementError: "x", Since: -1, CrashCount: 2147483647, CrashReason: "boom",
 		Presence: PresenceOrdinary, ModificationTag: ModificationTag{Epoch: "e", Index: 4294967295}, AvailabilityZone: "z1",
-		Retiring: true,
+		Retiring: true, InternalRoutes: []string{"a.apps.internal", ""}, NotReady: true,
+		MetricTags: map[string]string{"source_id": "app", "instance_id": "3", "": "", "<&>": "\u2028"},
 	}
 	cases := []ActualLRP{{}, full}
 	for range 2000 {
@@ -39,7 +40,16 @@ func TestAppendJSONIsEncodingJSON(t *testing.T) {
 			ActualLRPNetInfo:     ActualLRPNetInfo{Address: str(), InstanceAddress: str(), PreferredAddress: str()},
 			State:                str(), PlacementError: str(), Since: rng.Int64() - rng.Int64(), CrashCount: rng.Int32(),
 			CrashReason: str(), Presence: str(), ModificationTag: ModificationTag{Epoch: str(), Index: rng.Uint32()},
-			AvailabilityZone: str(), Retiring: rng.IntN(2) == 0,
+			AvailabilityZone: str(), Retiring: rng.IntN(2) == 0, NotReady: rng.IntN(2) == 0,
+		}
+		for range rng.IntN(3) {
+			a.InternalRoutes = append(a.InternalRoutes, str())
+		}
+		for range rng.IntN(4) {
+			if a.MetricTags == nil {
+				a.MetricTags = map[string]string{}
+			}
+			a.MetricTags[str()] = str()
 		}
 		for range rng.IntN(3) {
 			p := PortMapping{ContainerPort: rng.Uint32(), HostPort: rng.Uint32()}

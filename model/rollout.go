@@ -21,6 +21,22 @@ const (
 	RolloutFailed     = "failed"
 )
 
+// How a rollout's step at one index was decided (RolloutStepOutcomes), as operators count
+// them. (A step a cancel or supersede interrupts is decided by neither.)
+const (
+	// StepUpdated: the step's definition runs at the index (the others there then retire).
+	StepUpdated = "updated"
+	// StepGivenUp: the index deadline passed first (GivenUpIndices).
+	StepGivenUp = "given_up"
+	// StepScaledAway: the LRP was scaled below the index.
+	StepScaledAway = "scaled_away"
+)
+
+// RolloutStepOutcomes are the ways a rollout's step can be decided.
+func RolloutStepOutcomes() []string {
+	return []string{StepUpdated, StepGivenUp, StepScaledAway}
+}
+
 // Rollout is one walk of an LRP's instances toward ToDefinitionID.
 type Rollout struct {
 	ID               string  `json:"id"`

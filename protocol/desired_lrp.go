@@ -55,18 +55,18 @@ func (s *Server) desiredLRPByProcessGUID(ctx context.Context, req *pb.DesiredLRP
 }
 
 // desiredLRPs answers desired_lrps/list (.r3, or .r2 when v2).
-func (s *Server) desiredLRPs(ctx context.Context, req *pb.DesiredLRPsRequest, v2 bool) (*pb.DesiredLRPsResponse, error) {
-	ms, err := s.store.DesiredLRPs(ctx, filterOf(req))
-	if err != nil {
-		return nil, err
+// desiredLRPs streams the list (listRoute) as the store reads it, each LRP as served at the
+// revision v2 says.
+func (s *Server) desiredLRPs(v2 bool) func(context.Context, *pb.DesiredLRPsRequest, func(entry) error) error {
+	return func(ctx context.Context, req *pb.DesiredLRPsRequest, yield func(entry) error) error {
+		return s.store.EachDesiredLRP(ctx, filterOf(req), func(m *model.DesiredLRP) error {
+			d, err := served(m, v2)
+			if err != nil {
+				return err
+			}
+			return yield(protoEntry{d})
+		})
 	}
-	resp := &pb.DesiredLRPsResponse{DesiredLrps: make([]*pb.DesiredLRP, len(ms))}
-	for i := range ms {
-		if resp.DesiredLrps[i], err = served(&ms[i], v2); err != nil {
-			return nil, err
-		}
-	}
-	return resp, nil
 }
 
 // served is what BBS does to a DesiredLRP it reads: the revision's downgrade, then
@@ -89,30 +89,29 @@ func filterOf(req *pb.DesiredLRPsRequest) model.DesiredLRPFilter {
 
 // schedulingInfos lists scheduling infos in one query (Cloud Controller's sync reads every
 // LRP of cf-apps each 30 s, within a 10 s timeout).
-func (s *Server) schedulingInfos(ctx context.Context, req *pb.DesiredLRPsRequest) (*pb.DesiredLRPSchedulingInfosResponse, error) {
-	infos, err := s.store.DesiredLRPSchedulingInfos(ctx, filterOf(req))
-	if err != nil {
-		return nil, err
-	}
-	resp := &pb.DesiredLRPSchedulingInfosResponse{DesiredLrpSchedulingInfos: make([]*pb.DesiredLRPSchedulingInfo, len(infos))}
-	for i := range infos {
-		resp.DesiredLrpSchedulingInfos[i] = schedulingInfoFromModel(&infos[i])
-	}
-	return resp, nil
+func (s *Server) schedulingInfos(ctx context.Context, req *pb.DesiredLRPsRequest, yield func(entry) error) error {
+	return s.store.EachSchedulingInfo(ctx, filterOf(req), func(info *model.DesiredLRPSchedulingInfo) error {
+		return yield(protoEntry{schedulingInfoFromModel(info)})
+	})
 }
 
 func (s *Server) schedulingInfoByProcessGUID(ctx context.Context, req *pb.DesiredLRPByProcessGuidRequest) (*pb.DesiredLRPSchedulingInfoByProcessGuidResponse, error) {
 	if err := validateProcessGUID(req.GetProcessGuid()); err != nil {
 		return nil, err
 	}
-	infos, err := s.store.DesiredLRPSchedulingInfos(ctx, model.DesiredLRPFilter{ProcessGUIDs: []string{req.GetProcessGuid()}})
+	var found *pb.DesiredLRPSchedulingInfo
+	err := s.store.EachSchedulingInfo(ctx, model.DesiredLRPFilter{ProcessGUIDs: []string{req.GetProcessGuid()}},
+		func(info *model.DesiredLRPSchedulingInfo) error {
+			found = schedulingInfoFromModel(info)
+			return nil
+		})
 	if err != nil {
 		return nil, err
 	}
-	if len(infos) == 0 {
+	if found == nil {
 		return nil, model.Errorf(model.ErrResourceNotFound, "desired LRP %q not found", req.GetProcessGuid())
 	}
-	return &pb.DesiredLRPSchedulingInfoByProcessGuidResponse{DesiredLrpSchedulingInfo: schedulingInfoFromModel(&infos[0])}, nil
+	return &pb.DesiredLRPSchedulingInfoByProcessGuidResponse{DesiredLrpSchedulingInfo: found}, nil
 }
 
 // routingInfos answers desired_lrp_routing_infos/list; BBS honours only the process guids.

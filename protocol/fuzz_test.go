@@ -108,15 +108,20 @@ func (s *recordingStore) DesireLRP(_ context.Context, d *model.DesiredLRP) (*mod
 func (s *recordingStore) DesiredLRPByProcessGUID(_ context.Context, guid string) (*model.DesiredLRP, error) {
 	return s.lookup(guid)
 }
-func (s *recordingStore) DesiredLRPs(context.Context, model.DesiredLRPFilter) ([]model.DesiredLRP, error) {
+func (s *recordingStore) EachDesiredLRP(_ context.Context, _ model.DesiredLRPFilter, fn func(*model.DesiredLRP) error) error {
+	for _, guid := range []string{"app", "json"} {
+		if err := fn(fuzzLRP(guid)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+func (s *recordingStore) DesiredLRPRoutingInfos(context.Context, model.DesiredLRPFilter) ([]model.DesiredLRP, error) {
 	return []model.DesiredLRP{*fuzzLRP("app"), *fuzzLRP("json")}, nil
 }
-func (s *recordingStore) DesiredLRPRoutingInfos(ctx context.Context, f model.DesiredLRPFilter) ([]model.DesiredLRP, error) {
-	return s.DesiredLRPs(ctx, f)
-}
-func (s *recordingStore) DesiredLRPSchedulingInfos(context.Context, model.DesiredLRPFilter) ([]model.DesiredLRPSchedulingInfo, error) {
-	return []model.DesiredLRPSchedulingInfo{{ProcessGUID: "app", Domain: "cf-apps", RootFS: "preloaded:cflinuxfs4",
-		VolumeDrivers: []string{"nfs"}, Routes: model.Routes{"r": json.RawMessage(`[]`)}}}, nil
+func (s *recordingStore) EachSchedulingInfo(_ context.Context, _ model.DesiredLRPFilter, fn func(*model.DesiredLRPSchedulingInfo) error) error {
+	return fn(&model.DesiredLRPSchedulingInfo{ProcessGUID: "app", Domain: "cf-apps", RootFS: "preloaded:cflinuxfs4",
+		VolumeDrivers: []string{"nfs"}, Routes: model.Routes{"r": json.RawMessage(`[]`)}})
 }
 func (s *recordingStore) UpdateDesiredLRP(_ context.Context, guid string, u *model.DesiredLRPUpdate) (*db.UpdateResult, error) {
 	before, err := s.lookup(guid)

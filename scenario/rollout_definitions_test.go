@@ -89,6 +89,37 @@ func testRolloutFullyFunctional(t *testing.T) {
 	}
 }
 
+// Readiness checks: a new definition's instance that runs but is not ready yet does not take
+// over its index. The walk moves on only once it is ready, so at every sample each index has
+// a RUNNING, ready instance, and each new instance was seen not ready before it served.
+func testRolloutWaitsForReadiness(t *testing.T) {
+	const n, guid = 3, "ready-web"
+	c := newRolloutCluster(t, rolloutOptions{})
+	c.createDeployment(guid, n, "v1", simDefinition())
+	c.waitLRP(guid, "3 RUNNING on v1", 20*time.Second, func() bool { return c.allOn(guid, "v1", n) })
+
+	ev := c.recordEvents()
+	s := c.sample(guid, n)
+	v2 := simDefinition(env("SIM_READINESS", "pass-after:700"), env("VERSION", "2"))
+	v2.CheckDefinition = &model.CheckDefinition{ReadinessChecks: []model.Check{{HTTPCheck: &model.HTTPCheck{Port: 8080, Path: "/ready"}}}}
+	c.updateDeployment(guid, "v2", v2)
+	c.waitLRP(guid, "the rollout to complete with every index on v2", 40*time.Second, func() bool {
+		return c.rollout(guid).State == model.RolloutCompleted && c.allOn(guid, "v2", n)
+	})
+	s.finish(t)
+	for i := range int32(n) {
+		if !s.everNotReady("v2", i) {
+			t.Errorf("v2 at index %d was never seen RUNNING and not ready", i)
+		}
+	}
+	ev.checkHandover(t, guid, "v1", "v2", 0, 1, 2)
+	for _, a := range c.instances(guid) {
+		if !a.Routable() {
+			t.Errorf("after the rollout, not routable: %+v", a)
+		}
+	}
+}
+
 // Seed 000, "Failing new LRP definition": index 0 is retried indefinitely, every v1 instance
 // keeps running, the healthy definition stays v1 and a crashing v1 instance restarts on v1;
 // seed 001's cancel then walks back to v1.

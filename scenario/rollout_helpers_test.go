@@ -232,7 +232,14 @@ func (c *cluster) containersOf(guid string) int {
 func describe(l []model.ActualLRP) string {
 	var b bytes.Buffer
 	for _, a := range l {
-		fmt.Fprintf(&b, "[%d %s %s crashes=%d %s] ", a.Index, a.DefinitionID, a.State, a.CrashCount, a.Presence)
+		ready := ""
+		if a.NotReady {
+			ready = " not-ready"
+		}
+		if a.Retiring {
+			ready += " retiring"
+		}
+		fmt.Fprintf(&b, "[%d %s %s%s crashes=%d %s] ", a.Index, a.DefinitionID, a.State, ready, a.CrashCount, a.Presence)
 	}
 	return b.String()
 }

@@ -21,7 +21,8 @@ type slotKey struct {
 }
 
 // sampler lists the LRP's instances through the API continuously and records every sample in
-// which fewer indices below the floor were served by a RUNNING instance than should be:
+// which fewer indices below the floor were served by a routable instance (RUNNING, ready, not
+// retiring: what routers send traffic to) than should be:
 // zero downtime. Indices excluded (around an injected crash, which is downtime whatever the
 // definition) are not counted.
 type sampler struct {
@@ -37,12 +38,13 @@ type sampler struct {
 	samples    int
 	violations []string
 	seen       map[slotKey]bool // every (definition, index) listed
-	running    map[slotKey]bool // every (definition, index) seen RUNNING
+	running    map[slotKey]bool // every (definition, index) seen RUNNING and ready
+	notReady   map[slotKey]bool // every (definition, index) seen RUNNING but not ready
 }
 
 func (c *cluster) sample(guid string, n int32) *sampler {
 	s := &sampler{c: c, guid: guid, stop: make(chan struct{}), excluded: map[int32]bool{},
-		seen: map[slotKey]bool{}, running: map[slotKey]bool{}}
+		seen: map[slotKey]bool{}, running: map[slotKey]bool{}, notReady: map[slotKey]bool{}}
 	s.floor.Store(n)
 	s.wg.Add(1)
 	go func() {
@@ -70,9 +72,15 @@ func (s *sampler) record(l []model.ActualLRP) {
 	for _, a := range l {
 		k := slotKey{a.DefinitionID, a.Index}
 		s.seen[k] = true
-		if a.State == model.StateRunning {
+		if serves(&a) {
 			s.running[k] = true
+		}
+		// What routers send traffic to: RUNNING, ready and not retiring.
+		if a.Routable() {
 			served[a.Index] = true
+		}
+		if a.State == model.StateRunning && a.NotReady {
+			s.notReady[k] = true
 		}
 	}
 	var missing []int32
@@ -82,7 +90,7 @@ func (s *sampler) record(l []model.ActualLRP) {
 		}
 	}
 	if len(missing) > 0 && len(s.violations) < 5 {
-		s.violations = append(s.violations, fmt.Sprintf("sample %d: no RUNNING instance at %v: %s", s.samples, missing, describe(l)))
+		s.violations = append(s.violations, fmt.Sprintf("sample %d: no routable instance (RUNNING, ready, not retiring) at %v: %s", s.samples, missing, describe(l)))
 	}
 }
 
@@ -110,6 +118,12 @@ func (s *sampler) everRunning(def string, i int32) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.running[slotKey{def, i}]
+}
+
+func (s *sampler) everNotReady(def string, i int32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notReady[slotKey{def, i}]
 }
 
 func (s *sampler) finish(t *testing.T) {
@@ -198,14 +212,20 @@ func (l *eventLog) changes(guid string) []change {
 		if a.ProcessGUID != guid {
 			continue
 		}
-		out = append(out, change{def: a.DefinitionID, index: a.Index,
-			wasRun: before != nil && before.State == model.StateRunning,
-			isRun:  after != nil && after.State == model.StateRunning})
+		out = append(out, change{def: a.DefinitionID, index: a.Index, wasRun: serves(before), isRun: serves(after)})
 	}
 	return out
 }
 
-// firstStart is the position of the first change that made def's instance at i RUNNING.
+// serves reports whether the instance takes traffic at its index: RUNNING and ready (its
+// readiness checks, if any, pass). A retiring one still counts: it serves until its cell
+// stops it, which is what the handover checks order.
+func serves(a *model.ActualLRP) bool {
+	return a != nil && a.State == model.StateRunning && !a.NotReady
+}
+
+// firstStart is the position of the first change that made def's instance at i RUNNING and
+// ready.
 func firstStart(chs []change, def string, i int32) int {
 	return slices.IndexFunc(chs, func(c change) bool { return c.def == def && c.index == i && !c.wasRun && c.isRun })
 }

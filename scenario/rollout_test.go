@@ -21,6 +21,7 @@ func TestRollout(t *testing.T) {
 		fn   func(*testing.T)
 	}{
 		{"FullyFunctional", testRolloutFullyFunctional},
+		{"WaitsForReadiness", testRolloutWaitsForReadiness},
 		{"FailingDefinition", testRolloutFailingDefinition},
 		{"FlakyDefinition", testRolloutFlakyDefinition},
 		{"NewDefinitionDuringRollout", testRolloutSupersede},

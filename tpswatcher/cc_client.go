@@ -17,6 +17,7 @@ import (
 const (
 	crashedPath      = "/internal/v4/apps/%s/crashed"
 	reschedulingPath = "/internal/v4/apps/%s/rescheduling"
+	readinessPath    = "/internal/v4/apps/%s/readiness_changed"
 	ccRequestTimeout = 5 * time.Second
 )
 
@@ -54,6 +55,15 @@ type AppRescheduling struct {
 	DefinitionID string `json:"definition_id,omitempty"`
 }
 
+// AppReadinessChanged is Cloud Controller's AppReadinessChangedRequest: an instance's
+// readiness checks started or stopped passing (BBS's routable changed).
+type AppReadinessChanged struct {
+	Instance string `json:"instance"`
+	Index    int    `json:"index"`
+	CellID   string `json:"cell_id"`
+	Ready    bool   `json:"ready"`
+}
+
 // CCClient posts to Cloud Controller's internal API.
 type CCClient struct {
 	base string
@@ -76,6 +86,11 @@ func (c *CCClient) AppCrashed(ctx context.Context, guid string, r AppCrashed) er
 // AppRescheduling reports an instance moved off an evacuating cell.
 func (c *CCClient) AppRescheduling(ctx context.Context, guid string, r AppRescheduling) error {
 	return c.post(ctx, fmt.Sprintf(reschedulingPath, url.PathEscape(guid)), r)
+}
+
+// AppReadinessChanged tells Cloud Controller an instance became ready or not ready.
+func (c *CCClient) AppReadinessChanged(ctx context.Context, guid string, r AppReadinessChanged) error {
+	return c.post(ctx, fmt.Sprintf(readinessPath, url.PathEscape(guid)), r)
 }
 
 // BadResponseError is a Cloud Controller answer other than 200 (tps's BadResponseError).

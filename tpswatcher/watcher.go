@@ -1,6 +1,7 @@
 // Package tpswatcher is Diego's tps-watcher for this BBS: it follows the BBS event stream
 // and reports each crash of an app instance to Cloud Controller's internal API (and each
-// instance moved off an evacuating cell), as cloudfoundry/tps's watcher does, adding which
+// instance moved off an evacuating cell, and each change of an instance's readiness), as
+// cloudfoundry/tps's watcher does, adding which
 // definition crashed (seed 001: TPS "can now report which definition (current / previous)
 // the ActualLRP is linked to").
 //
@@ -38,6 +39,7 @@ type BBS interface {
 type CC interface {
 	AppCrashed(ctx context.Context, guid string, r AppCrashed) error
 	AppRescheduling(ctx context.Context, guid string, r AppRescheduling) error
+	AppReadinessChanged(ctx context.Context, guid string, r AppReadinessChanged) error
 }
 
 // Watcher follows the BBS and reports to Cloud Controller.
@@ -113,8 +115,30 @@ func (w *Watcher) reportFor(ev model.Event) func(context.Context) {
 			return nil
 		}
 		return func(ctx context.Context) { w.reportRescheduling(ctx, a) }
+	case model.EventActualLRPChanged:
+		var ch model.Change[model.ActualLRP]
+		if json.Unmarshal(ev.Data, &ch) != nil || ch.After.Domain != w.Domain || ch.After.State != model.StateRunning ||
+			ready(&ch.Before) == ready(&ch.After) {
+			return nil
+		}
+		return func(ctx context.Context) { w.reportReadiness(ctx, ch.After) }
 	}
 	return nil
+}
+
+// ready is an instance's readiness as BBS's routable reports it: set by the starts its cell
+// reports, true once RUNNING with its readiness checks (if any) passing. tps reports a
+// change of it at a start: the first start of an instance (ready at once, or once its checks
+// pass) and every time its checks begin or stop passing.
+func ready(a *model.ActualLRP) bool { return a.State == model.StateRunning && !a.NotReady }
+
+func (w *Watcher) reportReadiness(ctx context.Context, a model.ActualLRP) {
+	r := AppReadinessChanged{Instance: a.InstanceGUID, Index: int(a.Index), CellID: a.CellID, Ready: ready(&a)}
+	log := w.Log.With(zap.String("process_guid", a.ProcessGUID), zap.Int32("index", a.Index))
+	log.Info("tps-watcher: recording app readiness changed", zap.Bool("ready", r.Ready))
+	if err := w.CC.AppReadinessChanged(ctx, a.ProcessGUID, r); err != nil {
+		log.Error("tps-watcher: failed recording app readiness changed", zap.Error(err))
+	}
 }
 
 func (w *Watcher) reportCrash(ctx context.Context, c model.Crash) {

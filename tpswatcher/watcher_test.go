@@ -3,9 +3,12 @@ package tpswatcher
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -60,6 +63,25 @@ func crashEvent(t *testing.T, domain, def string, index int32) model.Event {
 	return model.Event{Name: model.EventActualLRPCrashed, Data: b}
 }
 
+// changeEvent is an instance of web at index going from before to after, each a state with
+// " not ready" appended when its readiness checks do not pass.
+func changeEvent(t *testing.T, domain string, index int32, before, after string) model.Event {
+	t.Helper()
+	lrp := func(s string) model.ActualLRP {
+		a := model.ActualLRP{}
+		a.ProcessGUID, a.DefinitionID, a.Index, a.Domain = "web", "v2", index, domain
+		a.InstanceGUID, a.CellID = "guid-ready", "cell-2"
+		state, notReady := strings.CutSuffix(s, " not ready")
+		a.State, a.NotReady = state, notReady
+		return a
+	}
+	b, err := json.Marshal(model.Change[model.ActualLRP]{Before: lrp(before), After: lrp(after)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return model.Event{Name: model.EventActualLRPChanged, Data: b}
+}
+
 type received struct {
 	path string
 	body map[string]any
@@ -91,6 +113,14 @@ func TestCrashesAreReportedWithTheirDefinition(t *testing.T) {
 		{Name: model.EventActualLRPCrashed, Data: json.RawMessage(`{"not":`)},
 		{Name: model.EventActualLRPRemoved, Data: evacJSON},
 		{Name: model.EventActualLRPChanged, Data: json.RawMessage(`{}`)},
+		// Readiness, as tps reports BBS's routable: a first start that is ready, checks that
+		// begin and stop passing; not a start that is not ready yet, a claim, or another domain.
+		changeEvent(t, "cf-apps", 3, model.StateClaimed, model.StateRunning),
+		changeEvent(t, "cf-apps", 4, model.StateClaimed, model.StateRunning+" not ready"),
+		changeEvent(t, "cf-apps", 4, model.StateRunning+" not ready", model.StateRunning),
+		changeEvent(t, "cf-apps", 5, model.StateRunning, model.StateRunning+" not ready"),
+		changeEvent(t, "cf-apps", 6, model.StateUnclaimed, model.StateClaimed),
+		changeEvent(t, "other-domain", 7, model.StateClaimed, model.StateRunning),
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &Watcher{BBS: bbs, CC: NewCCClient(cc.URL, nil), RetryPause: 1, Log: zaptest.NewLogger(t)}
@@ -109,8 +139,14 @@ func TestCrashesAreReportedWithTheirDefinition(t *testing.T) {
 			"crash_timestamp": float64(1234), "definition_id": "v1", "definition": "previous"},
 	}
 	var crashes, reschedules int
+	var readiness []string
 	for _, r := range got {
 		switch r.path {
+		case "POST /internal/v4/apps/web/readiness_changed":
+			if r.body["instance"] != "guid-ready" || r.body["cell_id"] != "cell-2" {
+				t.Errorf("readiness: %v", r.body)
+			}
+			readiness = append(readiness, fmt.Sprint(r.body["index"], ":", r.body["ready"]))
 		case "POST /internal/v4/apps/web/crashed":
 			crashes++
 			if r.body["index"] == float64(2) {
@@ -130,6 +166,10 @@ func TestCrashesAreReportedWithTheirDefinition(t *testing.T) {
 		default:
 			t.Errorf("unexpected %s", r.path)
 		}
+	}
+	slices.Sort(readiness)
+	if want := []string{"3:true", "4:true", "5:false"}; !slices.Equal(readiness, want) {
+		t.Errorf("readiness reports (index:ready) %v, want %v", readiness, want)
 	}
 	if crashes != 3 || reschedules != 1 {
 		t.Fatalf("%d crash and %d rescheduling reports, want 3 (one per cf-apps crash, the failed one not retried) and 1: %v", crashes, reschedules, got)

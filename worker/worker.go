@@ -40,7 +40,12 @@ type Deps struct {
 	Waiter activities.Waiter
 	// Events bounds the event log that each convergence pass prunes.
 	Events EventLog
-	Log    *zap.Logger
+	// ConvergeMetrics and RolloutMetrics, when set, record the passes (with the fleet's
+	// counts, which Fleet reads) and the rollouts' walks for operators (package metrics).
+	ConvergeMetrics activities.ConvergeMetrics
+	Fleet           activities.FleetCounter
+	RolloutMetrics  activities.RolloutMetrics
+	Log             *zap.Logger
 }
 
 // EventLog bounds the event log: events older than Retention, and all but the newest Kept,
@@ -72,9 +77,10 @@ func Register(r sdkworker.Registry, d Deps) {
 	RegisterWorkflows(r)
 	r.RegisterActivity(&activities.Converger{Store: d.ConvergeStore, Stopper: d.Stopper,
 		EventRetention: d.Events.Retention, EventsKept: d.Events.Kept, Log: log.Named("converger"),
-		Tasks: d.TaskConverge, TaskOptions: d.TaskOptions, Callbacks: d.Callbacks})
+		Tasks: d.TaskConverge, TaskOptions: d.TaskOptions, Callbacks: d.Callbacks, Metrics: d.ConvergeMetrics, Fleet: d.Fleet})
 	r.RegisterActivity(&activities.Resumer{Store: d.ResumeStore, Starter: d.Rollouts, Log: log.Named("resumer")})
-	r.RegisterActivity(&activities.Rollouts{Store: d.RolloutStore, Stopper: d.Stopper, Waiter: d.Waiter, Log: log.Named("rollouts")})
+	r.RegisterActivity(&activities.Rollouts{Store: d.RolloutStore, Stopper: d.Stopper, Waiter: d.Waiter, Log: log.Named("rollouts"),
+		Metrics: d.RolloutMetrics})
 	if d.TaskStore != nil {
 		r.RegisterActivity(&activities.TaskCallbacks{Store: d.TaskStore, Log: log.Named("task-callbacks")})
 	}
@@ -86,7 +92,15 @@ func New(c client.Client, queue string, d Deps) sdkworker.Worker {
 	if queue == "" {
 		queue = TaskQueue
 	}
-	w := sdkworker.New(c, queue, sdkworker.Options{
+	w := sdkworker.New(c, queue, Options())
+	Register(w, d)
+	return w
+}
+
+// Options are the SDK worker settings of the BBS worker; the benchmarks' floor workflow runs
+// with the same.
+func Options() sdkworker.Options {
+	return sdkworker.Options{
 		// Every rollout holds one AwaitRunning activity (waiting on a notification, not a
 		// thread) for as long as its current index starts: 1,000 simultaneous rollouts need
 		// more slots than the default.
@@ -95,7 +109,5 @@ func New(c client.Client, queue string, d Deps) sdkworker.Worker {
 		// (a database write, a POST, a delete): workflow tasks wait on I/O, so more of them
 		// are polled at once than the SDK's default of two.
 		MaxConcurrentWorkflowTaskPollers: 8,
-	})
-	Register(w, d)
-	return w
+	}
 }

@@ -171,11 +171,14 @@ func (m *memStore) BeginCancel(_ context.Context, id string) error {
 	return nil
 }
 
-func (m *memStore) FinishRollout(_ context.Context, id, state, _ string) error {
+func (m *memStore) FinishRollout(_ context.Context, id, state, _ string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !model.RolloutInProgress(m.states[id]) {
+		return false, nil
+	}
 	m.states[id] = state
-	return nil
+	return true, nil
 }
 
 func (m *memStore) PruneDefinition(_ context.Context, _, def string) (bool, error) {

@@ -21,6 +21,7 @@ func runAPICommand(ctx context.Context, args []string) error {
 	logLevel := logLevelFlag(fs)
 	var tlsOpts tlsFlags
 	tlsOpts.register(fs)
+	metricsOpts := registerMetrics(fs, "", &tlsOpts)
 	var peerTLS clientTLSFlags
 	peerTLS.register(fs)
 	var tf temporalFlags
@@ -35,6 +36,11 @@ func runAPICommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer log.Sync()
+	reg, stopMetrics, err := metricsOpts.start(log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	store, err := openStoreFromEnv(ctx, log)
 	if err != nil {
 		return err
@@ -54,7 +60,7 @@ func runAPICommand(ctx context.Context, args []string) error {
 	}
 	defer temporal.Close()
 	a, err := startAPI(ctx, store, *listenAddr, *protocolAddr, tlsOpts, system.APIConfig{
-		Cells: cellapi.NewClient(cellTLS), Temporal: temporal, Rollouts: rf.options(), Log: log})
+		Cells: cellapi.NewClient(cellTLS), Temporal: temporal, Rollouts: rf.options(), Metrics: reg, Log: log})
 	if err != nil {
 		return err
 	}

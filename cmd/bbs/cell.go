@@ -44,6 +44,7 @@ func runCellCommand(ctx context.Context, args []string) error {
 	logLevel := logLevelFlag(fs)
 	var serverTLS tlsFlags
 	serverTLS.register(fs)
+	metricsOpts := registerMetrics(fs, "", &serverTLS)
 	var clientTLS clientTLSFlags
 	clientTLS.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -54,6 +55,11 @@ func runCellCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer log.Sync()
+	reg, stopMetrics, err := metricsOpts.start(log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	var first, last uint32
 	if _, err := fmt.Sscanf(*ports, "%d-%d", &first, &last); err != nil || first == 0 || last < first {
 		return fmt.Errorf("--port-range %q: want FIRST-LAST", *ports)
@@ -94,6 +100,7 @@ func runCellCommand(ctx context.Context, args []string) error {
 		},
 		Backend: backend,
 		BBS:     bbsclient.New(*apiURL, apiTLS),
+		Metrics: reg,
 		Log:     log,
 	}).Agent
 

@@ -48,6 +48,7 @@ func runClusterCommand(ctx context.Context, args []string) error {
 	cellExecutor := fs.String("cell-executor", "process", "process (real local processes) or sim")
 	routerAddr := fs.String("router-listen", "127.0.0.1:8080", "the router's address (apps by Host header)")
 	routerAdmin := fs.String("router-admin-listen", "127.0.0.1:8081", "the router's stats")
+	metricsBase := fs.Int("metrics-port-base", 9890, "metrics listeners (GET /metrics, plain HTTP; deploy/prometheus-cluster.yml): bbs lb on base, worker N on base+N, cell N on base+10+N, API replica N on base+20+N; the router serves /metrics on its stats address")
 	convergeEvery := fs.Duration("convergence-interval", 0, "how often convergence runs (0: the worker's default) [BBS_CONVERGENCE_INTERVAL for the workers]")
 	logLevel := logLevelFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -166,19 +167,24 @@ func runClusterCommand(ctx context.Context, args []string) error {
 	listening := merge(common, certs.serverEnv())
 	withTemporal := merge(map[string]string{"DATABASE_URL": dbURL, "TEMPORAL_ADDRESS": temporalAddr, "TEMPORAL_NAMESPACE": tcfg.Namespace},
 		certs.temporalEnv())
+	// Metrics on listeners of their own, plain HTTP (docs/METRICS.md): the replicas' and the
+	// cells' listeners require a client certificate.
+	metricsAt := func(port int) map[string]string {
+		return map[string]string{"BBS_METRICS_LISTEN_ADDR": fmt.Sprintf("127.0.0.1:%d", port)}
+	}
 	var apiBackends, protocolBackends, apiLines []string
 	for i := 1; i <= *apis; i++ {
 		name := fmt.Sprintf("api-%d", i)
 		addr := fmt.Sprintf("127.0.0.1:%d", *portBase+10*(i-1)+1)
 		paddr := fmt.Sprintf("127.0.0.1:%d", *portBase+10*(i-1)+2)
-		if err := c.bbs(ctx, name, self, []string{"api"}, merge(listening, withTemporal, map[string]string{
+		if err := c.bbs(ctx, name, self, []string{"api"}, merge(listening, withTemporal, metricsAt(*metricsBase+20+i), map[string]string{
 			"BBS_LISTEN_ADDR": addr, "BBS_PROTOCOL_LISTEN_ADDR": paddr}), addr, syscall.SIGTERM); err != nil {
 			return err
 		}
 		apiBackends, protocolBackends = append(apiBackends, addr), append(protocolBackends, paddr)
 		apiLines = append(apiLines, fmt.Sprintf("%s https://%s (BBS protocol https://%s, log %s)", name, addr, paddr, rel(name+".log")))
 	}
-	if err := c.bbs(ctx, "lb", self, []string{"lb"}, merge(listening, map[string]string{
+	if err := c.bbs(ctx, "lb", self, []string{"lb"}, merge(listening, metricsAt(*metricsBase), map[string]string{
 		"BBS_LB_LISTEN_ADDR": *listen, "BBS_LB_BACKENDS": strings.Join(apiBackends, ","),
 		"BBS_LB_PROTOCOL_LISTEN_ADDR": *protocolListen, "BBS_LB_PROTOCOL_BACKENDS": strings.Join(protocolBackends, ","),
 	}), *listen, syscall.SIGTERM); err != nil {
@@ -192,7 +198,7 @@ func runClusterCommand(ctx context.Context, args []string) error {
 	var workerNames []string
 	for i := 1; i <= *workers; i++ {
 		name := fmt.Sprintf("worker-%d", i)
-		if err := c.bbs(ctx, name, self, []string{"worker"}, workerEnv, "", syscall.SIGTERM); err != nil {
+		if err := c.bbs(ctx, name, self, []string{"worker"}, merge(workerEnv, metricsAt(*metricsBase+i)), "", syscall.SIGTERM); err != nil {
 			return err
 		}
 		workerNames = append(workerNames, fmt.Sprintf("%s (log %s)", name, rel(name+".log")))
@@ -212,7 +218,7 @@ func runClusterCommand(ctx context.Context, args []string) error {
 		first := *instancePorts + (i-1)*1000
 		// SIGINT stops a cell at once (its instances stop, its presence is withdrawn), as
 		// Ctrl-C would; SIGTERM would drain it first.
-		if err := c.bbs(ctx, id, self, []string{"cell"}, merge(listening, map[string]string{
+		if err := c.bbs(ctx, id, self, []string{"cell"}, merge(listening, metricsAt(*metricsBase+10+i), map[string]string{
 			"BBS_CELL_ID": id, "BBS_CELL_ZONE": zone, "BBS_API_URL": frontURL, "BBS_CELL_EXECUTOR": *cellExecutor,
 			"BBS_CELL_WORK_DIR": work, "BBS_CELL_PORT_RANGE": fmt.Sprintf("%d-%d", first, first+999),
 		}), "", syscall.SIGINT); err != nil {
@@ -241,13 +247,16 @@ BBS cluster is up (the production topology on one machine):
   Router        http://%s (apps by Host header; stats: http://%s/stats; log %s)
   Cells         %s
   PostgreSQL    %s  (data in %s, log %s)
+  Metrics       GET /metrics over plain HTTP: lb on 127.0.0.1:%d, worker N on +N, cell N on +10+N, API replica N on
+                +20+N, the router on its stats address (Prometheus: deploy/prometheus-cluster.yml, Grafana:
+                deploy/grafana-dashboard.json)
   Processes     each is restarted if it dies (the log says so); pids in %s/<name>.pid
 Ctrl-C stops everything; the next 'make cluster' resumes with the data kept.
 
 `, frontURL, *protocolListen, *certsDir, howToCall(*certsDir, frontURL, temporalAddr), strings.Join(apiLines, "\n                "), strings.Join(workerNames, ", "),
 		worker.TaskQueue, temporalAddr, strings.TrimSpace(string(version)), *shards, tcfg.Namespace, rel("temporal/cluster.yaml"),
 		rel("temporal.log"), uiLine, *routerAddr, *routerAdmin, rel("router.log"),
-		strings.Join(cellLines, "\n                "), redact(dbURL), rel("postgres"), rel("postgres.log"), rel("run"))
+		strings.Join(cellLines, "\n                "), redact(dbURL), rel("postgres"), rel("postgres.log"), *metricsBase, rel("run"))
 
 	select {
 	case <-ctx.Done():

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,22 +18,9 @@ import (
 // brackets in `bbs <command> -h`, and envWithoutFlag's.
 func envOfCommand(t *testing.T, name string) map[string]bool {
 	t.Helper()
-	// The flag sets print their usage to os.Stderr as it is when they print.
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := os.Stderr
-	os.Stderr = w
-	runErr := commands()[name](context.Background(), []string{"-h"})
-	os.Stderr = stderr
-	w.Close()
-	usage, _ := io.ReadAll(r)
-	if !errors.Is(runErr, flag.ErrHelp) {
-		t.Fatalf("bbs %s -h: %v", name, runErr)
-	}
+	usage := commandUsage(t, name)
 	env := map[string]bool{}
-	for _, m := range regexp.MustCompile(`\[([A-Z][A-Z0-9_]+)\]`).FindAllStringSubmatch(string(usage), -1) {
+	for _, m := range regexp.MustCompile(`\[([A-Z][A-Z0-9_]+)\]`).FindAllStringSubmatch(usage, -1) {
 		env[m[1]] = true
 	}
 	for _, v := range envWithoutFlag[name] {

@@ -14,6 +14,7 @@ import (
 	"github.com/updatable-lrps/bbs/internal/supervise"
 	"github.com/updatable-lrps/bbs/internal/system"
 	"github.com/updatable-lrps/bbs/internal/temporaldev"
+	"github.com/updatable-lrps/bbs/metrics"
 	"github.com/updatable-lrps/bbs/worker"
 	"github.com/updatable-lrps/bbs/workflows"
 	"go.uber.org/zap"
@@ -152,8 +153,10 @@ func runDevCommand(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("BBS protocol over TLS: %w", err)
 	}
+	// One process, one registry: the API serves every part's series at /metrics.
+	reg := metrics.NewRegistry()
 	a, err := startAPI(ctx, store, *apiAddr, *protocolAddr, tlsFlags{}, system.APIConfig{ProtocolTLSListener: protocolTLS,
-		Cells: cellapi.NewClient(nil), Temporal: temporal, Rollouts: rf.options(), Log: log})
+		Cells: cellapi.NewClient(nil), Temporal: temporal, Rollouts: rf.options(), Metrics: reg, Log: log})
 	if err != nil {
 		if protocolTLS != nil {
 			protocolTLS.Close()
@@ -169,7 +172,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 		workerLine = "not started (--no-worker): run `bbs worker` yourself"
 	} else {
 		w, err := system.StartWorker(ctx, system.WorkerConfig{Store: store, Temporal: temporal,
-			ConvergenceInterval: *convergeEvery, Rollouts: rf.options(), Cells: cellapi.NewClient(nil), Log: log})
+			ConvergenceInterval: *convergeEvery, Rollouts: rf.options(), Cells: cellapi.NewClient(nil), Metrics: reg, Log: log})
 		if err != nil {
 			return err
 		}
@@ -180,7 +183,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 	}
 
 	rt, err := system.StartRouter(ctx, system.RouterConfig{Listen: *routerAddr, Admin: *routerAdmin,
-		BBS: bbsclient.New(a.URL(), nil), Log: log})
+		BBS: bbsclient.New(a.URL(), nil), Metrics: reg, Log: log})
 	if err != nil {
 		return err
 	}
@@ -235,11 +238,12 @@ BBS dev stack is up:
   SSH proxy     %s
   TPS watcher   %s
   PostgreSQL    %s %s
-%s  Supervision   %s
+%s  Metrics       %s/metrics  (Prometheus: every part above but the cells, which serve none here; docs/METRICS.md)
+  Supervision   %s
 Ctrl-C stops everything; the next 'make run' resumes with the data kept.
 
 `, a.URL(), a.URL(), protocolLine(a), protocolTLSLine(a, certs), *uiPort, ts.Address(), filepath.Join(*dataDir, "temporal.db"),
-		filepath.Join(*dataDir, "temporal.log"), workerLine, *routerAddr, *routerAdmin, sshLine, tpsLine, redact(dbURL), pgNote, cellLines, supervised)
+		filepath.Join(*dataDir, "temporal.log"), workerLine, *routerAddr, *routerAdmin, sshLine, tpsLine, redact(dbURL), pgNote, cellLines, a.URL(), supervised)
 
 	select {
 	case <-ctx.Done():

@@ -24,6 +24,7 @@ func runLBCommand(ctx context.Context, args []string) error {
 	logLevel := logLevelFlag(fs)
 	var serverTLS tlsFlags
 	serverTLS.register(fs)
+	metricsOpts := registerMetrics(fs, lbMetricsAddr, &serverTLS)
 	var backendTLS clientTLSFlags
 	backendTLS.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -49,6 +50,11 @@ func runLBCommand(ctx context.Context, args []string) error {
 		// Terminating TLS and passing plain text on (or the reverse) would expose the API.
 		return errors.New("mutual TLS on one side only: set both the BBS_TLS_* files (clients) and the BBS_PEER_CA_FILE/BBS_CLIENT_* files (replicas), or neither")
 	}
+	_, stopMetrics, err := metricsOpts.start(log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	fronts := []*lb.Front{}
 	ln, _, err := system.Listen(*apiListen, listenTLS)
 	if err != nil {

@@ -15,6 +15,7 @@ func runRouterCommand(ctx context.Context, args []string) error {
 	adminAddr := fs.String("admin-listen", envOr("BBS_ROUTER_ADMIN_ADDR", "127.0.0.1:8081"), "GET /stats (loopback only) [BBS_ROUTER_ADMIN_ADDR]")
 	apiURL := fs.String("api-url", envOr("BBS_API_URL", "http://127.0.0.1:8889"), "the BBS API [BBS_API_URL]")
 	logLevel := logLevelFlag(fs)
+	metricsOpts := registerMetrics(fs, "", nil)
 	var peerTLS clientTLSFlags
 	peerTLS.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -25,12 +26,17 @@ func runRouterCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer log.Sync()
+	reg, stopMetrics, err := metricsOpts.start(log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	apiTLS, err := peerTLS.config()
 	if err != nil {
 		return err
 	}
 	r, err := system.StartRouter(ctx, system.RouterConfig{Listen: *listenAddr, Admin: *adminAddr,
-		BBS: bbsclient.New(*apiURL, apiTLS), Log: log})
+		BBS: bbsclient.New(*apiURL, apiTLS), Metrics: reg, Log: log})
 	if err != nil {
 		return err
 	}

@@ -104,6 +104,7 @@ func runSSHProxyCommand(ctx context.Context, args []string) error {
 	maxConns := fs.Int("max-connections", sshproxy.DefaultMaxConnections, "connections served at once")
 	handshake := fs.Duration("handshake-timeout", sshproxy.DefaultHandshakeTimeout, "time allowed for a user's handshake and password")
 	logLevel := logLevelFlag(fs)
+	metricsOpts := registerMetrics(fs, sshProxyMetricsAddr, nil)
 	var peerTLS clientTLSFlags
 	peerTLS.register(fs)
 	fs.Usage = func() {
@@ -119,6 +120,11 @@ func runSSHProxyCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer log.Sync()
+	_, stopMetrics, err := metricsOpts.start(log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	hostKey, err := signerFromEnv(envProxyHostKey)
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ func runTPSWatcherCommand(ctx context.Context, args []string) error {
 	fs.StringVar(&ccTLS.certFile, "cc-client-cert", envOr("BBS_CC_CLIENT_CERT_FILE", ""), "client certificate for Cloud Controller (PEM) [BBS_CC_CLIENT_CERT_FILE]")
 	fs.StringVar(&ccTLS.keyFile, "cc-client-key", envOr("BBS_CC_CLIENT_KEY_FILE", ""), "client private key for Cloud Controller (PEM) [BBS_CC_CLIENT_KEY_FILE]")
 	logLevel := logLevelFlag(fs)
+	metricsOpts := registerMetrics(fs, tpsWatcherMetricsAddr, nil)
 	var peerTLS clientTLSFlags
 	peerTLS.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -33,6 +34,11 @@ func runTPSWatcherCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer log.Sync()
+	_, stopMetrics, err := metricsOpts.start(log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	apiTLS, err := peerTLS.config()
 	if err != nil {
 		return err

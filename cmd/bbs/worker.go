@@ -56,6 +56,7 @@ func (r rolloutFlags) options() system.RolloutOptions {
 func runWorkerCommand(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	logLevel := logLevelFlag(fs)
+	metricsOpts := registerMetrics(fs, workerMetricsAddr, nil)
 	var tf temporalFlags
 	tf.register(fs)
 	var peerTLS clientTLSFlags
@@ -79,6 +80,11 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer log.Sync()
+	reg, stopMetrics, err := metricsOpts.start(log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	store, err := openStoreFromEnv(ctx, log)
 	if err != nil {
 		return err
@@ -102,7 +108,7 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 	defer temporal.Close()
 	w, err := system.StartWorker(ctx, system.WorkerConfig{Store: store, Temporal: temporal,
 		ConvergenceInterval: *every, Events: events, Rollouts: rf.options(), Cells: cellapi.NewClient(cellTLS), Log: log,
-		Tasks: tasks, Placement: auctioneer.Options{MaxTaskRetries: *maxTaskRetries}})
+		Tasks: tasks, Placement: auctioneer.Options{MaxTaskRetries: *maxTaskRetries}, Metrics: reg})
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,23 @@ func (in *instance) Check(ctx context.Context) error {
 	return err
 }
 
+// CheckReadiness runs the readiness checks once, all of which must pass.
+func (in *instance) CheckReadiness(ctx context.Context) error {
+	if in.isStopping() {
+		return errStopped
+	}
+	def := in.spec.Definition
+	if def.CheckDefinition == nil {
+		return nil
+	}
+	for _, c := range def.CheckDefinition.ReadinessChecks {
+		if err := in.check(ctx, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (in *instance) check(ctx context.Context, c model.Check) error {
 	switch {
 	case c.TCPCheck != nil:

@@ -74,3 +74,30 @@ func TestChecks(t *testing.T) {
 		t.Errorf("unmapped port: err = %v", err)
 	}
 }
+
+// Readiness checks are run as liveness checks are, against the instance's own ports, and only
+// they: a failing readiness check says not ready, not unhealthy.
+func TestReadinessChecks(t *testing.T) {
+	f := newFixture(t)
+	d := def(run(httpServer))
+	d.Ports = []uint32{8080}
+	d.CheckDefinition = &model.CheckDefinition{
+		Checks:          []model.Check{{TCPCheck: &model.TCPCheck{Port: 8080}}},
+		ReadinessChecks: []model.Check{{HTTPCheck: &model.HTTPCheck{Port: 8080, Path: "/health"}}},
+	}
+	in := f.mustStart("g-ready", d)
+	var err error
+	eventually(t, "the server to answer", func() bool {
+		err = in.CheckReadiness(context.Background())
+		return err == nil || !strings.Contains(err.Error(), "refused")
+	})
+	if err != nil {
+		t.Fatalf("readiness /health: %v", err)
+	}
+	d.CheckDefinition.ReadinessChecks = []model.Check{{HTTPCheck: &model.HTTPCheck{Port: 8080, Path: "/not-there"}}}
+	in = f.mustStart("g-unready", d)
+	eventually(t, "the server to answer", func() bool { return in.Check(context.Background()) == nil })
+	if err := in.CheckReadiness(context.Background()); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("readiness /not-there: err = %v, want a 404", err)
+	}
+}

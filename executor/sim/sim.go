@@ -15,6 +15,8 @@
 //	                           "fail"               never healthy
 //	                           "pass-after:<ms>"    unhealthy until <ms> after start
 //	                           "fail-after:<ms>"    healthy until <ms> after start
+//	SIM_READINESS            how the readiness checks behave, when the definition has any;
+//	                         the same values as SIM_MONITOR (default "pass")
 //	SIM_HEALTHY_PROBABILITY  probability 0..1, drawn once per instance at start, that its
 //	                         health check can ever pass (default 1), for flaky definitions
 //	SIM_RESULT               what a task's result file holds (default empty)
@@ -58,14 +60,14 @@ var _ executor.Backend = (*Backend)(nil)
 
 // script is an instance's parsed SIM_* variables.
 type script struct {
-	startDelay   time.Duration
-	failStart    float64
-	crashAfter   time.Duration // <0: never
-	exitAfter    time.Duration // <0: never
-	monitor      string        // "pass", "fail", "pass-after", "fail-after"
-	monitorAfter time.Duration
-	healthyProb  float64
-	result       string
+	startDelay  time.Duration
+	failStart   float64
+	crashAfter  time.Duration // <0: never
+	exitAfter   time.Duration // <0: never
+	monitor     probe
+	readiness   probe
+	healthyProb float64
+	result      string
 }
 
 // Start simulates setup and the start of the action.
@@ -114,6 +116,7 @@ func (b *Backend) run(spec executor.StartSpec, sc script, healthyDraw float64, s
 		started:      started,
 		done:         make(chan struct{}),
 		hasMonitor:   executor.HasHealthCheck(spec.Definition),
+		hasReadiness: executor.HasReadinessCheck(spec.Definition),
 		sc:           sc,
 		canBeHealthy: healthyDraw < sc.healthyProb,
 	}
@@ -133,6 +136,7 @@ func (b *Backend) run(spec executor.StartSpec, sc script, healthyDraw float64, s
 type instance struct {
 	started      time.Time
 	hasMonitor   bool
+	hasReadiness bool
 	sc           script
 	canBeHealthy bool
 
@@ -189,20 +193,56 @@ func (in *instance) Check(ctx context.Context) error {
 	if !in.canBeHealthy {
 		return errors.New("simulated unhealthy instance (SIM_HEALTHY_PROBABILITY)")
 	}
-	elapsed := time.Since(in.started)
-	switch in.sc.monitor {
+	return in.sc.monitor.check(time.Since(in.started), "SIM_MONITOR", "health check")
+}
+
+// CheckReadiness answers from SIM_READINESS and the time since start; an instance whose
+// definition has no readiness checks is always ready.
+func (in *instance) CheckReadiness(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !in.hasReadiness {
+		return nil
+	}
+	return in.sc.readiness.check(time.Since(in.started), "SIM_READINESS", "readiness check")
+}
+
+// probe is a scripted check: SIM_MONITOR's or SIM_READINESS's value.
+type probe struct {
+	mode  string // "pass", "fail", "pass-after", "fail-after"
+	after time.Duration
+}
+
+func (p probe) check(elapsed time.Duration, variable, what string) error {
+	switch p.mode {
 	case "fail":
-		return errors.New("simulated health check failure (SIM_MONITOR=fail)")
+		return fmt.Errorf("simulated %s failure (%s=fail)", what, variable)
 	case "pass-after":
-		if elapsed < in.sc.monitorAfter {
-			return fmt.Errorf("simulated: not healthy before %dms (SIM_MONITOR)", in.sc.monitorAfter.Milliseconds())
+		if elapsed < p.after {
+			return fmt.Errorf("simulated: %s not passing before %dms (%s)", what, p.after.Milliseconds(), variable)
 		}
 	case "fail-after":
-		if elapsed >= in.sc.monitorAfter {
-			return fmt.Errorf("simulated health check failure after %dms (SIM_MONITOR)", in.sc.monitorAfter.Milliseconds())
+		if elapsed >= p.after {
+			return fmt.Errorf("simulated %s failure after %dms (%s)", what, p.after.Milliseconds(), variable)
 		}
 	}
 	return nil
+}
+
+func parseProbe(name, v string) (probe, error) {
+	mode, arg, hasArg := strings.Cut(strings.TrimSpace(v), ":")
+	switch {
+	case (mode == "pass" || mode == "fail") && !hasArg:
+		return probe{mode: mode}, nil
+	case (mode == "pass-after" || mode == "fail-after") && hasArg:
+		n, err := strconv.ParseInt(arg, 10, 64)
+		if err != nil || n < 0 {
+			return probe{}, fmt.Errorf("%s=%q: want a non-negative number of milliseconds after %q", name, v, mode+":")
+		}
+		return probe{mode: mode, after: time.Duration(n) * time.Millisecond}, nil
+	}
+	return probe{}, fmt.Errorf("%s=%q: want pass, fail, pass-after:<ms> or fail-after:<ms>", name, v)
 }
 
 // Stop ends the simulated action at once; the grace period is not needed.
@@ -216,7 +256,7 @@ func (in *instance) Stop(time.Duration) {
 }
 
 func parseScript(env []model.EnvironmentVariable) (script, error) {
-	sc := script{crashAfter: -1, exitAfter: -1, monitor: "pass", healthyProb: 1}
+	sc := script{crashAfter: -1, exitAfter: -1, monitor: probe{mode: "pass"}, readiness: probe{mode: "pass"}, healthyProb: 1}
 	vars := map[string]string{}
 	for _, v := range env {
 		if strings.HasPrefix(v.Name, "SIM_") {
@@ -257,19 +297,11 @@ func parseScript(env []model.EnvironmentVariable) (script, error) {
 	if err != nil {
 		return script{}, err
 	}
-	if v, ok := vars["SIM_MONITOR"]; ok {
-		mode, arg, hasArg := strings.Cut(strings.TrimSpace(v), ":")
-		switch {
-		case (mode == "pass" || mode == "fail") && !hasArg:
-			sc.monitor = mode
-		case (mode == "pass-after" || mode == "fail-after") && hasArg:
-			n, perr := strconv.ParseInt(arg, 10, 64)
-			if perr != nil || n < 0 {
-				return script{}, fmt.Errorf("SIM_MONITOR=%q: want a non-negative number of milliseconds after %q", v, mode+":")
+	for name, dst := range map[string]*probe{"SIM_MONITOR": &sc.monitor, "SIM_READINESS": &sc.readiness} {
+		if v, ok := vars[name]; ok {
+			if *dst, err = parseProbe(name, v); err != nil {
+				return script{}, err
 			}
-			sc.monitor, sc.monitorAfter = mode, time.Duration(n)*time.Millisecond
-		default:
-			return script{}, fmt.Errorf("SIM_MONITOR=%q: want pass, fail, pass-after:<ms> or fail-after:<ms>", v)
 		}
 	}
 	return sc, nil

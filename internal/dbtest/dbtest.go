@@ -148,3 +148,12 @@ func NewStore(t testing.TB) *db.Store {
 	t.Cleanup(func() { store.Close() })
 	return store
 }
+
+// ServerPID is the postmaster of the throwaway cluster the tests share, 0 when they use
+// DATABASE_URL's server or none has started: the benchmarks count its CPU as the run's.
+func ServerPID() int {
+	if cluster == nil {
+		return 0
+	}
+	return cluster.PID()
+}

@@ -66,9 +66,28 @@ func Ensure(dir string) (Files, error) {
 	return f, os.Rename(scratch, dir)
 }
 
+// renewBefore is how long before its certificates expire a set is made anew, so that a
+// data directory kept for years never serves an expired certificate.
+const renewBefore = 30 * 24 * time.Hour
+
+// complete reports whether the set is whole and its certificates valid for renewBefore yet.
 func (f Files) complete() bool {
 	for _, p := range []string{f.CA, f.ServerCert, f.ServerKey, f.ClientCert, f.ClientKey} {
 		if _, err := os.Stat(p); err != nil {
+			return false
+		}
+	}
+	for _, p := range []string{f.CA, f.ServerCert, f.ClientCert} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return false
+		}
+		block, _ := pem.Decode(b)
+		if block == nil {
+			return false
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil || time.Now().Add(renewBefore).After(c.NotAfter) {
 			return false
 		}
 	}

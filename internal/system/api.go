@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/updatable-lrps/bbs/protocol"
 
 	"github.com/updatable-lrps/bbs/api"
@@ -62,7 +63,10 @@ type APIConfig struct {
 	Events events.Options
 	// MaxTaskRetries is how often a task may be rejected before it fails (0: BBS's 3).
 	MaxTaskRetries int
-	Log            *zap.Logger
+	// Metrics, when set, is the process's registry: the API registers its series there and
+	// serves all of it at /metrics (nil: a registry of the API's own).
+	Metrics *prometheus.Registry
+	Log     *zap.Logger
 }
 
 // API is a running API process.
@@ -91,6 +95,9 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	}
 	server := api.NewServer(cfg.Store, stopper, log).WithEvents(hub).
 		WithRollouts(cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue)).WithTasks(taskService)
+	if cfg.Metrics != nil {
+		server.WithMetrics(cfg.Metrics)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	a := &API{
 		Server: server,

@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/updatable-lrps/bbs/cell"
 	"github.com/updatable-lrps/bbs/executor"
 	"github.com/updatable-lrps/bbs/executor/process"
 	"github.com/updatable-lrps/bbs/executor/sim"
+	"github.com/updatable-lrps/bbs/metrics"
 	"go.uber.org/zap"
 )
 
@@ -20,7 +22,10 @@ type CellConfig struct {
 	Executor executor.Config
 	Backend  executor.Backend
 	BBS      cell.BBS
-	Log      *zap.Logger
+	// Metrics, when set, is the process's registry, on which the cell registers its
+	// capacity series.
+	Metrics *prometheus.Registry
+	Log     *zap.Logger
 }
 
 // Cell is a cell agent and its executor, ready to Run.
@@ -32,7 +37,11 @@ type Cell struct {
 // NewCell builds a cell agent; Cell.Agent.Run runs it.
 func NewCell(cfg CellConfig) *Cell {
 	exec := executor.New(cfg.Backend, cfg.Executor, cfg.Log)
-	return &Cell{Agent: cell.New(cfg.Agent, cfg.BBS, exec, cfg.Log), Exec: exec}
+	c := &Cell{Agent: cell.New(cfg.Agent, cfg.BBS, exec, cfg.Log), Exec: exec}
+	if cfg.Metrics != nil {
+		metrics.RegisterCell(cfg.Metrics, cfg.Agent.Capacity, c.Agent.Available)
+	}
+	return c
 }
 
 // Backend makes a cell's executor backend by kind: "process" runs real local processes in

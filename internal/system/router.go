@@ -8,18 +8,23 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/updatable-lrps/bbs/bbsclient"
+	"github.com/updatable-lrps/bbs/metrics"
 	"github.com/updatable-lrps/bbs/router"
 	"go.uber.org/zap"
 )
 
 // RouterConfig is what the router process is made of.
 type RouterConfig struct {
-	// Listen serves apps by Host header; Admin serves GET /stats.
+	// Listen serves apps by Host header; Admin serves GET /stats and GET /metrics.
 	Listen, Admin string
 	// BBS is the API whose LRPs it routes to.
 	BBS *bbsclient.Client
-	Log *zap.Logger
+	// Metrics, when set, is the process's registry: the router registers its series there
+	// and its admin listener serves all of it at /metrics (nil: a registry of its own).
+	Metrics *prometheus.Registry
+	Log     *zap.Logger
 }
 
 // Router is a running router.
@@ -45,6 +50,13 @@ func StartRouter(ctx context.Context, cfg RouterConfig) (*Router, error) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(proxy.Stats())
 	})
+	reg := cfg.Metrics
+	if reg == nil {
+		reg = metrics.NewRegistry()
+	}
+	metrics.RegisterRouter(reg, metrics.RouterStats{Requests: proxy.Requests.Load, Retries: proxy.Retries.Load,
+		Failures: proxy.Failures.Load, Routes: func() int { return len(table.Hosts()) }})
+	mux.Handle("GET /metrics", metrics.Handler(reg))
 	// The apps' side is the edge of the platform, public by design (as Cloud Foundry's
 	// gorouter); the admin side follows Listen's rule (loopback: the router has no TLS).
 	appLn, err := net.Listen("tcp", cfg.Listen)

@@ -6,10 +6,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/updatable-lrps/bbs/activities"
 	"github.com/updatable-lrps/bbs/auctioneer"
 	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/metrics"
 	"github.com/updatable-lrps/bbs/worker"
 	"github.com/updatable-lrps/bbs/workflows"
 	"go.temporal.io/sdk/client"
@@ -44,7 +46,11 @@ type WorkerConfig struct {
 	Tasks db.TaskConvergeOptions
 	// CellWatchInterval is how often the cell watch looks for vanished cells; 0 means 2 s.
 	CellWatchInterval time.Duration
-	Log               *zap.Logger
+	// Metrics, when set, is the process's registry, on which the worker registers the
+	// fleet's series (set at each convergence pass it runs) and the rollouts'; nil records
+	// none (and spares the pass its fleet count).
+	Metrics *prometheus.Registry
+	Log     *zap.Logger
 }
 
 // Worker is a running worker process.
@@ -71,14 +77,19 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	w := &Worker{cancel: cancel}
-	w.worker = worker.New(cfg.Temporal, queue, worker.Deps{
+	deps := worker.Deps{
 		ConvergeStore: cfg.Store, ResumeStore: cfg.Store, RolloutStore: cfg.Store,
 		Stopper: stopper, Waiter: activities.NewPGWaiter(cfg.Store.Notifications()), Log: log,
 		Rollouts:  cfg.Rollouts.client(cfg.Temporal, queue),
 		Events:    cfg.Events,
 		TaskStore: cfg.Store, TaskConverge: cfg.Store, TaskOptions: cfg.Tasks,
 		Callbacks: &workflows.TaskCallbackClient{Client: cfg.Temporal, TaskQueue: queue},
-	})
+	}
+	if cfg.Metrics != nil {
+		deps.ConvergeMetrics, deps.Fleet = metrics.NewConvergence(cfg.Metrics), cfg.Store
+		deps.RolloutMetrics = metrics.NewRollouts(cfg.Metrics)
+	}
+	w.worker = worker.New(cfg.Temporal, queue, deps)
 	if err := w.worker.Start(); err != nil {
 		cancel()
 		return nil, fmt.Errorf("start worker: %w", err)

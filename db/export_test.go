@@ -1,0 +1,11 @@
+package db
+
+// ClaimCommits is how many transactions the grouped claims have tried.
+func (s *Store) ClaimCommits() int64 { return s.claims.commits.Load() }
+
+// ClaimsWaiting is how many claim batches wait for the next grouped transaction.
+func (s *Store) ClaimsWaiting() int {
+	s.claims.mu.Lock()
+	defer s.claims.mu.Unlock()
+	return len(s.claims.queue)
+}
