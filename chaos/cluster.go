@@ -42,6 +42,8 @@ type Config struct {
 // a `make cluster` or `make run` on their default ports.
 type Ports struct {
 	Front, Protocol, Base, PG, Temporal, UI, Router, RouterAdmin int
+	// Metrics is the base of the processes' metrics listeners (up to base+30).
+	Metrics int
 	// Instances is where the cells' instance ports begin (a thousand per cell): above Linux's
 	// ephemeral range for real processes, anywhere for simulated ones, which bind nothing.
 	Instances int
@@ -95,7 +97,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	args := append([]string{"cluster", "--data-dir", cfg.Dir, "--temporal-server-bin", cfg.TemporalServer,
 		"--listen", addr(p.Front), "--bbs-listen", addr(p.Protocol), "--port-base", strconv.Itoa(p.Base),
 		"--pg-port", strconv.Itoa(p.PG), "--temporal-port", strconv.Itoa(p.Temporal), "--temporal-ui-port", strconv.Itoa(p.UI),
-		"--router-listen", addr(p.Router), "--router-admin-listen", addr(p.RouterAdmin),
+		"--router-listen", addr(p.Router), "--router-admin-listen", addr(p.RouterAdmin), "--metrics-port-base", strconv.Itoa(p.Metrics),
 		"--instance-port-base", strconv.Itoa(p.Instances), "--cells", strconv.Itoa(cfg.Cells), "--cell-executor", cfg.CellExecutor}, cfg.Args...)
 	c := &Cluster{Dir: cfg.Dir, Ports: p, RouterURL: "http://" + addr(p.Router), logf: logf,
 		log: filepath.Join(cfg.Dir, "bbs-cluster.log"), done: make(chan struct{})}
@@ -227,7 +229,7 @@ func clientTLS(dir string) (*tls.Config, error) {
 // pickPorts finds a block of free ports below Linux's ephemeral range: a port the kernel
 // hands out for ":0" may go to an outgoing connection before the server binds it.
 func pickPorts() (Ports, error) {
-	const block = 80
+	const block = 112
 outer:
 	for range 200 {
 		base := 20000 + rand.IntN(10000-block)
@@ -239,7 +241,7 @@ outer:
 			l.Close()
 		}
 		return Ports{Base: base, Front: base + 70, Protocol: base + 71, PG: base + 72, Temporal: base + 73, UI: base + 74,
-			Router: base + 75, RouterAdmin: base + 76}, nil
+			Router: base + 75, RouterAdmin: base + 76, Metrics: base + 80}, nil
 	}
 	return Ports{}, errors.New("no block of free ports in 20000–29999")
 }

@@ -38,8 +38,9 @@ const (
 
 var matrixApps = []string{appRoll, appCancel, appBack}
 
-// MatrixShort are the trials of the short form (inside `make test`): the faults that found
-// bugs, alone and together with the others that cost a trial little.
+// MatrixShort are the trials of the short form (inside `make test`): a cell, PostgreSQL,
+// and an API replica with the placement leader at once — every kind of process but the
+// Temporal server's, in about a minute.
 var MatrixShort = [][]string{{"cell"}, {"postgres"}, {"api", "leader"}}
 
 // MatrixFull is every fault alone, then every pair at once.

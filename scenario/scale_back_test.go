@@ -23,11 +23,14 @@ func TestScaleDownAndBackUpKeepsTheInstances(t *testing.T) {
 	}
 	s := c.sample("web", 3)
 	one, three := int32(1), int32(3)
+	s.setFloor(1) // indices 1 and 2 are not wanted between the two updates
 	for _, n := range []*int32{&one, &three} {
 		if err := c.BBS.UpdateDesiredLRP(ctx, "web", &model.DesiredLRPUpdate{Instances: n}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	time.Sleep(100 * time.Millisecond) // samples read before the scale-up have been recorded
+	s.setFloor(3)
 	time.Sleep(4 * time.Second) // the drain (2 s) and the stop it would have led to
 	s.finish(t)
 	for _, a := range c.instances("web") {
