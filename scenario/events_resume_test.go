@@ -15,8 +15,17 @@ import (
 // (what the chaos driver checks through killed API replicas).
 func TestEventStreamResumesAfterLastEventID(t *testing.T) {
 	c := newCluster(t, 1, 1, roomy)
+	// The first stream starts from the log too (after its newest event), so that an event
+	// committed before the API has registered the stream is not missed either.
+	if err := c.BBS.DesireLRP(ctx, simLRP("before", 1)); err != nil {
+		t.Fatal(err)
+	}
+	from, err := c.Store.LastEventID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	streamCtx, cancel := context.WithCancel(ctx)
-	events, err := c.BBS.EventsAfter(streamCtx, 0)
+	events, err := c.BBS.EventsAfter(streamCtx, from)
 	if err != nil {
 		t.Fatal(err)
 	}
