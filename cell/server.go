@@ -178,10 +178,26 @@ func wireContainer(c executor.Container) cellapi.Container {
 }
 
 // retirementWithdrawn reports whether the BBS's instance that container c holds is no longer
-// retiring; when the BBS cannot be read, the stop it asked for goes ahead.
+// retiring. A BBS that cannot answer (its database restarting, the replica asked dying) is
+// asked again for up to withdrawnPatience: stopping on a failed read stopped instances whose
+// retirement had been withdrawn, and their indices stood empty until convergence (found by
+// the soak). Past that, the stop it asked for goes ahead.
 func (a *Agent) retirementWithdrawn(c executor.Container) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), withdrawnPatience)
 	defer cancel()
-	lrp, err := a.readSlot(ctx, c.Key)
-	return err == nil && lrp != nil && lrp.InstanceGUID == c.Guid && lrp.CellID == a.cfg.ID && !lrp.Retiring
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		lrp, err := a.readSlot(ctx, c.Key)
+		if err == nil {
+			return lrp != nil && lrp.InstanceGUID == c.Guid && lrp.CellID == a.cfg.ID && !lrp.Retiring
+		}
+		select {
+		case <-ctx.Done():
+			a.log.Warn("cannot tell whether a retirement was withdrawn; stopping", zap.String("instance_guid", c.Guid), zap.Error(err))
+			return false
+		case <-time.After(wait):
+		}
+	}
 }
+
+// withdrawnPatience bounds how long a cell asks whether a retirement was withdrawn.
+const withdrawnPatience = 30 * time.Second

@@ -52,6 +52,7 @@ func run(ctx context.Context, mode string, args []string) (bool, error) {
 	cells := fs.Int("cells", 8, "soak: sim cells")
 	faultEvery := fs.Duration("fault-every", 30*time.Second, "soak: mean time between faults")
 	seed := fs.Uint64("seed", 0, "soak: the random seed (0: a random one, printed)")
+	faults := fs.String("faults", "", "soak: the faults to draw from, comma-separated (default: all of api,leader,cell,temporal,postgres)")
 	if err := fs.Parse(args); err != nil {
 		return false, err
 	}
@@ -95,7 +96,11 @@ func run(ctx context.Context, mode string, args []string) (bool, error) {
 		}
 	}()
 	if mode == "soak" {
-		r := chaos.Soak(ctx, c, chaos.SoakConfig{Duration: *duration, LRPs: *lrps, FaultEvery: *faultEvery, Seed: *seed, Progress: os.Stderr})
+		sc := chaos.SoakConfig{Duration: *duration, LRPs: *lrps, FaultEvery: *faultEvery, Seed: *seed, Progress: os.Stderr}
+		if *faults != "" {
+			sc.Faults = strings.Split(*faults, ",")
+		}
+		r := chaos.Soak(ctx, c, sc)
 		chaos.WriteSoak(os.Stdout, r)
 		return r.Violations() == 0 && len(r.Problems) == 0, nil
 	}
