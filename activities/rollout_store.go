@@ -42,6 +42,13 @@ type RolloutStore interface {
 	// StartRollout records a new rollout (here: a rollback an operator signalled to the
 	// running workflow, superseding its rollout).
 	StartRollout(ctx context.Context, req db.RolloutRequest) (*db.RolloutStart, error)
+	// OpenRun, StopRun, TakeRun, HoldsRun and AdvanceRun are the fenced steps of an index
+	// run (db/rollout_run.go).
+	OpenRun(ctx context.Context, id string) (fence int64, err error)
+	StopRun(ctx context.Context, id string) (db.RunState, error)
+	TakeRun(ctx context.Context, h db.RunHold) (db.RunState, error)
+	HoldsRun(ctx context.Context, h db.RunHold) (bool, error)
+	AdvanceRun(ctx context.Context, h db.RunHold, a db.RunAdvance) (*db.RunAdvanced, error)
 	// PruneDefinition retires def from the LRP's definitions map when no instance runs it and
 	// the LRP does not name it (seed 000); pruned says whether it did.
 	PruneDefinition(ctx context.Context, guid, def string) (pruned bool, err error)
