@@ -112,6 +112,9 @@ type AwaitRunningOutput struct {
 type RecordProgressInput struct {
 	RolloutID string                `json:"rollout_id"`
 	Progress  model.RolloutProgress `json:"progress"`
+	// StateOnly records the state and run id alone: an index run in flight records the
+	// counts itself.
+	StateOnly bool `json:"state_only,omitempty"`
 }
 
 // RolloutIDInput names a rollout.
@@ -414,6 +417,9 @@ func (r *Rollouts) BeginCancel(ctx context.Context, in RolloutIDInput) (Empty, e
 
 // RecordProgress stores where the walk stands, for the API's rollout reads.
 func (r *Rollouts) RecordProgress(ctx context.Context, in RecordProgressInput) (Empty, error) {
+	if in.StateOnly {
+		return Empty{}, nonRetryable(r.Store.RecordRolloutState(ctx, in.RolloutID, in.Progress.State, in.Progress.RunID))
+	}
 	return Empty{}, nonRetryable(r.Store.RecordRolloutProgress(ctx, in.RolloutID, in.Progress))
 }
 

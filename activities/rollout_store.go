@@ -32,6 +32,8 @@ type RolloutStore interface {
 	IndicesOff(ctx context.Context, guid, def string) ([]int32, error)
 	// RecordRolloutProgress stores where the walk is.
 	RecordRolloutProgress(ctx context.Context, id string, p model.RolloutProgress) error
+	// RecordRolloutState stores the walk's state (and run id, unless empty) alone.
+	RecordRolloutState(ctx context.Context, id, state, runID string) error
 	// BeginCancel turns a rollout into a walk back: state canceling, the LRP's active (and
 	// healthy) definition back to the rollout's from definition.
 	BeginCancel(ctx context.Context, id string) error

@@ -201,6 +201,25 @@ WHERE id = $1 RETURNING `+rolloutColumns, id, p.State, p.CurrentIndex, p.Updated
 	})
 }
 
+// RecordRolloutState stores a rollout's walk state (and run id, unless empty) and leaves its
+// counts: an index run in flight writes those itself.
+func (s *Store) RecordRolloutState(ctx context.Context, id, state, runID string) error {
+	return s.inTx(ctx, func(tx *sqlx.Tx) error {
+		var r rolloutRow
+		err := tx.GetContext(ctx, &r, `UPDATE rollouts SET
+    state = CASE WHEN state IN `+inProgressStates+` AND $2 IN `+inProgressStates+` THEN $2 ELSE state END,
+    run_id = CASE WHEN $3 = '' THEN run_id ELSE $3 END
+WHERE id = $1 RETURNING `+rolloutColumns, id, state, runID)
+		if err == sql.ErrNoRows {
+			return notFound("rollout", id)
+		}
+		if err != nil {
+			return err
+		}
+		return appendEvents(ctx, tx, event(model.EventRolloutChanged, r.model()))
+	})
+}
+
 // BeginCancel turns a rollout in progress into a walk back to its from definition: that
 // definition becomes the LRP's active and healthy one again, the abandoned target its
 // previous one until the walk back is done.
