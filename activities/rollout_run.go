@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/updatable-lrps/bbs/db"
@@ -110,11 +111,16 @@ func (r *Rollouts) WalkRun(ctx context.Context, in WalkRunInput) (WalkRunOutput,
 	changes, stop := r.changes(ctx, in.ProcessGUID)
 	defer stop()
 	err = w.walk(ctx, changes)
+	w.stops.Wait()
 	if errors.Is(err, db.ErrRunFenced) {
 		err = nil // stopped by the workflow: it learns what the run did from StopRun
 	}
 	return w.output(), nonRetryable(err)
 }
+
+// stopTimeout bounds the stop requests of an index: a cell that does not answer stops its
+// retiring instances at its own next reconciliation.
+const stopTimeout = 10 * time.Second
 
 // runWalk is one attempt of an index run.
 type runWalk struct {
@@ -125,6 +131,9 @@ type runWalk struct {
 	healthy bool
 	next    int32 // the index being walked
 	details runDetails
+	// stops are the stop requests on their way to the cells: sent while the run walks on,
+	// waited for before it returns.
+	stops sync.WaitGroup
 }
 
 func (w *runWalk) output() WalkRunOutput {
@@ -213,7 +222,18 @@ func (w *runWalk) advance(ctx context.Context, done int32, outcome string, next 
 			fmt.Sprintf("LRP %q was removed", w.in.ProcessGUID), string(model.ErrResourceNotFound), nil)
 	}
 	w.run = adv.Run
-	w.r.stop(ctx, adv.ToStop)
+	if len(adv.ToStop) > 0 {
+		// The retirement is committed; the cells are told while the run goes on to the next
+		// index (a failed request is logged, and the cells stop retiring instances on their
+		// own at their next reconciliation).
+		w.stops.Add(1)
+		go func() {
+			defer w.stops.Done()
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+			defer cancel()
+			w.r.stop(sctx, adv.ToStop)
+		}()
+	}
 	return adv, nil
 }
 

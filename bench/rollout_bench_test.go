@@ -217,10 +217,12 @@ type fleetWatch struct {
 	samples    int
 	seen       map[string]bool // LRPs present in some sample
 	violations []string
+	first      string // the first LRP seen violating
+	c          *testcluster.Cluster
 }
 
 func watchFleet(b *testing.B, c *testcluster.Cluster, prefix string, n int) *fleetWatch {
-	w := &fleetWatch{stop: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}}
+	w := &fleetWatch{stop: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}, c: c}
 	go func() {
 		defer close(w.done)
 		for {
@@ -240,6 +242,9 @@ FROM actual_lrps WHERE process_guid LIKE $1 GROUP BY process_guid`, prefix+"%")
 				w.seen[r.GUID] = true
 				if r.Served < n && len(w.violations) < 10 {
 					w.violations = append(w.violations, fmt.Sprintf("sample %d: %s serves %d of %d indices", w.samples, r.GUID, r.Served, n))
+					if w.first == "" {
+						w.first = r.GUID
+					}
 				}
 			}
 			select {
@@ -252,13 +257,33 @@ FROM actual_lrps WHERE process_guid LIKE $1 GROUP BY process_guid`, prefix+"%")
 	return w
 }
 
+// history is the instance and rollout events of LRP guid, oldest first, for a violation's
+// report.
+func (w *fleetWatch) history(guid string) string {
+	var rows []struct {
+		At   time.Time `db:"created_at"`
+		Name string    `db:"name"`
+		Data string    `db:"data"`
+	}
+	err := w.c.Store.DB().SelectContext(ctx, &rows, `SELECT created_at, name, data::text AS data FROM events
+WHERE data::text LIKE '%' || $1 || '%' ORDER BY id`, `"`+guid+`"`)
+	if err != nil {
+		return err.Error()
+	}
+	var out strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&out, "%s %s %s\n", r.At.Format("15:04:05.000000"), r.Name, r.Data)
+	}
+	return out.String()
+}
+
 // finish stops sampling, fails on any violation or on an LRP never sampled, and returns the
 // number of samples.
 func (w *fleetWatch) finish(b *testing.B, lrps int) int {
 	close(w.stop)
 	<-w.done
 	if len(w.violations) > 0 {
-		b.Fatalf("the invariant broke:\n%s", strings.Join(w.violations, "\n"))
+		b.Fatalf("the invariant broke:\n%s\nthe first LRP's instance events:\n%s", strings.Join(w.violations, "\n"), w.history(w.first))
 	}
 	if len(w.seen) != lrps || w.samples < 10 {
 		b.Fatalf("%d samples saw %d of %d LRPs", w.samples, len(w.seen), lrps)
