@@ -112,6 +112,9 @@ type AwaitRunningOutput struct {
 type RecordProgressInput struct {
 	RolloutID string                `json:"rollout_id"`
 	Progress  model.RolloutProgress `json:"progress"`
+	// StateOnly records the state and run id alone: an index run in flight records the
+	// counts itself.
+	StateOnly bool `json:"state_only,omitempty"`
 }
 
 // RolloutIDInput names a rollout.
@@ -268,46 +271,77 @@ func (r *Rollouts) AwaitRunning(ctx context.Context, in AwaitRunningInput) (Awai
 	// ends — harmless, as the workflow does not wait for it and it only reads.
 	attemptStart := time.Now()
 	beat := false
-	tick := r.SafetyTick
-	if tick <= 0 {
-		tick = time.Second
-	}
-	// Subscribe before the first check: a change committed between the check and the wait
-	// still wakes us.
-	var changes <-chan struct{}
-	if r.Waiter != nil {
-		ch, stop := r.Waiter.Changes(ctx, in.ProcessGUID)
-		defer stop()
-		changes = ch
-	}
-	timer := time.NewTimer(tick)
-	defer timer.Stop()
-	for {
-		out, state, err := r.checkRunning(ctx, in)
-		if err != nil && !beat {
-			activity.RecordHeartbeat(ctx, hb)
-		}
-		if err != nil || out != (AwaitRunningOutput{}) {
-			r.waitEnded(out, hb.Since)
-			return out, err
-		}
+	changes, stop := r.changes(ctx, in.ProcessGUID)
+	defer stop()
+	out, err := r.await(ctx, in, time.Unix(0, hb.Since), changes, func(state string, failing bool) (time.Duration, error) {
 		hb.State = state
-		wait := tick
-		if in.Deadline > 0 {
-			left := time.Until(time.Unix(0, hb.Since).Add(in.Deadline))
-			if left <= 0 {
-				out := AwaitRunningOutput{GivenUp: true, Reason: fmt.Sprintf(
-					"instance %d of %q not RUNNING %v after it was desired (last state %s)", in.Index, in.DefinitionID, in.Deadline, state)}
-				r.waitEnded(out, hb.Since)
-				return out, nil
+		if failing {
+			if !beat {
+				activity.RecordHeartbeat(ctx, hb)
 			}
-			wait = min(wait, left)
+			return 0, nil
 		}
 		if time.Since(attemptStart) >= heartbeatAfter {
 			activity.RecordHeartbeat(ctx, hb)
 			beat = true
-		} else {
-			wait = min(wait, heartbeatAfter-time.Since(attemptStart))
+			return 0, nil
+		}
+		return heartbeatAfter - time.Since(attemptStart), nil
+	})
+	r.waitEnded(out, hb.Since)
+	return out, err
+}
+
+// tick is how often a wait looks without being woken.
+func (r *Rollouts) tick() time.Duration {
+	if r.SafetyTick <= 0 {
+		return time.Second
+	}
+	return r.SafetyTick
+}
+
+// changes subscribes to the LRP's changes; without a Waiter the channel never receives.
+func (r *Rollouts) changes(ctx context.Context, guid string) (<-chan struct{}, func()) {
+	if r.Waiter == nil {
+		return nil, func() {}
+	}
+	return r.Waiter.Changes(ctx, guid)
+}
+
+// await checks the instance in.Index of in.DefinitionID until it is routable, given up
+// (in.Deadline after since, when positive), missing or beyond the count: at once, on each
+// change, and at least every SafetyTick. Before each wait, and before an error returns
+// (failing true), it calls idle with the instance's state: idle may shorten the wait (a
+// positive duration), or end it with an error.
+func (r *Rollouts) await(ctx context.Context, in AwaitRunningInput, since time.Time, changes <-chan struct{},
+	idle func(state string, failing bool) (time.Duration, error)) (AwaitRunningOutput, error) {
+	tick := r.tick()
+	timer := time.NewTimer(tick)
+	defer timer.Stop()
+	for {
+		out, state, err := r.checkRunning(ctx, in)
+		if err != nil {
+			idle(state, true)
+			return out, err
+		}
+		if out != (AwaitRunningOutput{}) {
+			return out, nil
+		}
+		wait := tick
+		if in.Deadline > 0 {
+			left := time.Until(since.Add(in.Deadline))
+			if left <= 0 {
+				return AwaitRunningOutput{GivenUp: true, Reason: fmt.Sprintf(
+					"instance %d of %q not RUNNING %v after it was desired (last state %s)", in.Index, in.DefinitionID, in.Deadline, state)}, nil
+			}
+			wait = min(wait, left)
+		}
+		shorter, err := idle(state, false)
+		if err != nil {
+			return AwaitRunningOutput{}, err
+		}
+		if shorter > 0 {
+			wait = min(wait, shorter)
 		}
 		timer.Reset(wait)
 		select {
@@ -383,6 +417,9 @@ func (r *Rollouts) BeginCancel(ctx context.Context, in RolloutIDInput) (Empty, e
 
 // RecordProgress stores where the walk stands, for the API's rollout reads.
 func (r *Rollouts) RecordProgress(ctx context.Context, in RecordProgressInput) (Empty, error) {
+	if in.StateOnly {
+		return Empty{}, nonRetryable(r.Store.RecordRolloutState(ctx, in.RolloutID, in.Progress.State, in.Progress.RunID))
+	}
 	return Empty{}, nonRetryable(r.Store.RecordRolloutProgress(ctx, in.RolloutID, in.Progress))
 }
 

@@ -32,6 +32,8 @@ type RolloutStore interface {
 	IndicesOff(ctx context.Context, guid, def string) ([]int32, error)
 	// RecordRolloutProgress stores where the walk is.
 	RecordRolloutProgress(ctx context.Context, id string, p model.RolloutProgress) error
+	// RecordRolloutState stores the walk's state (and run id, unless empty) alone.
+	RecordRolloutState(ctx context.Context, id, state, runID string) error
 	// BeginCancel turns a rollout into a walk back: state canceling, the LRP's active (and
 	// healthy) definition back to the rollout's from definition.
 	BeginCancel(ctx context.Context, id string) error
@@ -42,6 +44,13 @@ type RolloutStore interface {
 	// StartRollout records a new rollout (here: a rollback an operator signalled to the
 	// running workflow, superseding its rollout).
 	StartRollout(ctx context.Context, req db.RolloutRequest) (*db.RolloutStart, error)
+	// OpenRun, StopRun, TakeRun, HoldsRun and AdvanceRun are the fenced steps of an index
+	// run (db/rollout_run.go).
+	OpenRun(ctx context.Context, id string) (fence int64, err error)
+	StopRun(ctx context.Context, id string) (db.RunState, error)
+	TakeRun(ctx context.Context, h db.RunHold) (db.RunState, error)
+	HoldsRun(ctx context.Context, h db.RunHold) (bool, error)
+	AdvanceRun(ctx context.Context, h db.RunHold, a db.RunAdvance) (*db.RunAdvanced, error)
 	// PruneDefinition retires def from the LRP's definitions map when no instance runs it and
 	// the LRP does not name it (seed 000); pruned says whether it did.
 	PruneDefinition(ctx context.Context, guid, def string) (pruned bool, err error)

@@ -21,6 +21,8 @@ import (
 
 // fakeRolloutStore is one LRP's instances in memory.
 type fakeRolloutStore struct {
+	activities.RolloutStore // nil: the index-run steps are tested on the real store (rollout_run_test.go)
+
 	mu        sync.Mutex
 	instances int32
 	exists    bool

@@ -14,12 +14,18 @@ import (
 )
 
 // The floor: a workflow of a rollout's shape that does no work, run on the same Temporal
-// server with the BBS worker's settings. Each of its steps is what an index costs Temporal —
-// four local activities (load, desire, retire, record) around one activity (the wait) —
-// so a rollout's figure beside it says how much of an index is ours.
+// server with the BBS worker's settings. In the stepwise shape each of its steps is what an
+// index costs Temporal when every index is a step — four local activities (load, desire,
+// retire, record) around one activity (the wait) — so a rollout's figure beside it says how
+// much of an index is ours. In the shape of an index run (the default walk), the local
+// activities of a rollout's start and end surround one activity that takes every step
+// itself: what is left of Temporal's cost, spread over the steps.
 
-// floorInput is how many steps the floor workflow takes.
-type floorInput struct{ Steps int }
+// floorInput is how many steps the floor workflow takes, and in which shape.
+type floorInput struct {
+	Steps int
+	Runs  bool
+}
 
 // floorActivities do nothing; step records when each step ended, for the per-step times.
 type floorActivities struct {
@@ -28,6 +34,16 @@ type floorActivities struct {
 }
 
 func (a *floorActivities) Noop(context.Context) error { return nil }
+
+// Run takes steps steps in one activity, as an index run does, recording each.
+func (a *floorActivities) Run(ctx context.Context, id string, steps int) error {
+	for range steps {
+		if err := a.Record(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func (a *floorActivities) Record(ctx context.Context, id string) error {
 	a.mu.Lock()
@@ -42,6 +58,23 @@ func floorWorkflow(ctx workflow.Context, in floorInput) error {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 10 * time.Second})
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, HeartbeatTimeout: 10 * time.Second})
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	if in.Runs {
+		local := func(n int) error {
+			for range n {
+				if err := workflow.ExecuteLocalActivity(lctx, acts.Noop).Get(ctx, nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if err := local(4); err != nil { // load, record, load, open the run
+			return err
+		}
+		if err := workflow.ExecuteActivity(actx, acts.Run, id, in.Steps).Get(ctx, nil); err != nil {
+			return err
+		}
+		return local(5) // record, load, record, prune, finish
+	}
 	for range in.Steps {
 		for _, step := range []func() error{
 			func() error { return workflow.ExecuteLocalActivity(lctx, acts.Noop).Get(ctx, nil) }, // load
@@ -58,9 +91,9 @@ func floorWorkflow(ctx workflow.Context, in floorInput) error {
 	return nil
 }
 
-// floor runs n floor workflows of steps each at once on c and returns every step's time and
-// the steps per second over the whole run.
-func floor(b *testing.B, c client.Client, n, steps int) ([]time.Duration, float64) {
+// floor runs n floor workflows of steps each at once on c, in the shape of index runs if
+// inRuns says so, and returns every step's time and the steps per second over the whole run.
+func floor(b *testing.B, c client.Client, n, steps int, inRuns bool) ([]time.Duration, float64) {
 	b.Helper()
 	queue := fmt.Sprintf("floor-%d", time.Now().UnixNano())
 	acts := &floorActivities{ended: map[string][]time.Time{}}
@@ -78,7 +111,7 @@ func floor(b *testing.B, c client.Client, n, steps int) ([]time.Duration, float6
 		began[i] = time.Now()
 		var err error
 		runs[i], err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("%s-%d", queue, i), TaskQueue: queue},
-			floorWorkflow, floorInput{Steps: steps})
+			floorWorkflow, floorInput{Steps: steps, Runs: inRuns})
 		return err
 	})
 	for _, r := range runs {

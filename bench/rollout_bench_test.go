@@ -143,13 +143,18 @@ func BenchmarkRolloutStep50(b *testing.B) {
 	b.ReportMetric(float64(p50.Microseconds())/1000, "ms/index-p50")
 	b.ReportMetric(float64(percentile(all, 0.9).Microseconds())/1000, "ms/index-p90")
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(50*b.N), "cpu-ms/index")
-	// The floor beside it, on the same server: one workflow of 50 steps of the same shape.
-	steps, _ := floor(b, c.Temporal, 1, 50)
+	// The floor beside it, on the same server: one workflow of 50 steps of a stepwise
+	// rollout's shape, and one of an index run's.
+	steps, _ := floor(b, c.Temporal, 1, 50, false)
 	fp50 := percentile(steps, 0.5)
-	b.Logf("floor: 50 steps of a rollout's shape doing nothing: %.1f ms/step p50, %.1f p90; ours %.2f of its speed",
+	b.Logf("floor: 50 steps of a stepwise rollout's shape doing nothing: %.1f ms/step p50, %.1f p90; ours %.2f of its speed",
 		float64(fp50.Microseconds())/1000, float64(percentile(steps, 0.9).Microseconds())/1000, float64(fp50)/float64(p50))
 	b.ReportMetric(float64(fp50.Microseconds())/1000, "floor-ms/step-p50")
 	b.ReportMetric(float64(fp50)/float64(p50), "floor-ratio")
+	_, runRate := floor(b, c.Temporal, 1, 50, true)
+	b.Logf("floor: 50 steps in the shape of an index run doing nothing: %.2f ms/step on average (the rollout's start and end spread over its steps); ours %.2f of its speed",
+		1000/runRate, 1000/runRate/(float64(p50.Microseconds())/1000))
+	b.ReportMetric(1000/runRate, "run-floor-ms/step")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -174,8 +179,11 @@ func BenchmarkThousandRollouts(b *testing.B) {
 		})
 		waitRollouts(b, c, lrps*(i+1), 20*time.Minute)
 		took := time.Since(start)
-		cpu := treeCPU() - cpu0
-		b.Logf("CPU per index step: %s", cpuSince(parts, lrps*perLRP))
+		sampling := watch.backendCPU() - watch.backendCPU0
+		cpu := treeCPU() - cpu0 - sampling
+		parts["postgres"] += sampling
+		b.Logf("CPU per index step: %s(the invariant's sampling, left out: postgres %.1f ms)", cpuSince(parts, lrps*perLRP),
+			float64(sampling.Microseconds())/1000/float64(lrps*perLRP))
 		samples := watch.finish(b, lrps)
 		var onV2 int
 		if err := c.Store.DB().GetContext(ctx, &onV2, `SELECT count(*) FROM actual_lrps
@@ -193,10 +201,13 @@ WHERE process_guid LIKE $1 AND definition_id = 'v2' AND state = 'RUNNING' AND NO
 		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(lrps*perLRP), "cpu-ms/index")
 		// The floor beside it, on the same server: 1,000 workflows of 4 steps of the same
 		// shape at once.
-		_, fl := floor(b, c.Temporal, lrps, perLRP)
-		b.Logf("floor: %d workflows of %d steps of a rollout's shape doing nothing: %.1f steps/s; ours %.2f of it", lrps, perLRP, fl, ours/fl)
+		_, fl := floor(b, c.Temporal, lrps, perLRP, false)
+		b.Logf("floor: %d workflows of %d steps of a stepwise rollout's shape doing nothing: %.1f steps/s; ours %.2f of it", lrps, perLRP, fl, ours/fl)
 		b.ReportMetric(fl, "floor-steps/s")
 		b.ReportMetric(ours/fl, "floor-ratio")
+		_, rfl := floor(b, c.Temporal, lrps, perLRP, true)
+		b.Logf("floor: %d workflows of %d steps in the shape of an index run doing nothing: %.1f steps/s; ours %.2f of it", lrps, perLRP, rfl, ours/rfl)
+		b.ReportMetric(rfl, "run-floor-steps/s")
 	}
 	b.ReportMetric(0, "ns/op")
 }
@@ -209,18 +220,41 @@ type fleetWatch struct {
 	samples    int
 	seen       map[string]bool // LRPs present in some sample
 	violations []string
+	first      string // the first LRP seen violating
+	c          *testcluster.Cluster
+	// backend is the PostgreSQL backend that answers the samples; backendCPU0 its CPU when
+	// sampling began.
+	backend     int
+	backendCPU0 time.Duration
+}
+
+// backendCPU is the CPU the sampling's PostgreSQL backend has used.
+func (w *fleetWatch) backendCPU() time.Duration {
+	p, _ := readProcCPU(w.backend)
+	return p.own
 }
 
 func watchFleet(b *testing.B, c *testcluster.Cluster, prefix string, n int) *fleetWatch {
-	w := &fleetWatch{stop: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}}
+	w := &fleetWatch{stop: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}, c: c}
+	// One connection of its own, so that the CPU of its PostgreSQL backend — the sampling is
+	// the benchmark's, not the system's — can be left out of the CPU per step.
+	conn, err := c.Store.DB().Connx(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := conn.GetContext(ctx, &w.backend, `SELECT pg_backend_pid()`); err != nil {
+		b.Fatal(err)
+	}
+	w.backendCPU0 = w.backendCPU()
 	go func() {
 		defer close(w.done)
+		defer conn.Close()
 		for {
 			var rows []struct {
 				GUID   string `db:"process_guid"`
 				Served int    `db:"served"`
 			}
-			err := c.Store.DB().SelectContext(ctx, &rows, `SELECT process_guid,
+			err := conn.SelectContext(ctx, &rows, `SELECT process_guid,
     count(DISTINCT instance_index) FILTER (WHERE state = 'RUNNING' AND NOT retiring AND presence = 'ORDINARY') AS served
 FROM actual_lrps WHERE process_guid LIKE $1 GROUP BY process_guid`, prefix+"%")
 			if err != nil {
@@ -232,6 +266,9 @@ FROM actual_lrps WHERE process_guid LIKE $1 GROUP BY process_guid`, prefix+"%")
 				w.seen[r.GUID] = true
 				if r.Served < n && len(w.violations) < 10 {
 					w.violations = append(w.violations, fmt.Sprintf("sample %d: %s serves %d of %d indices", w.samples, r.GUID, r.Served, n))
+					if w.first == "" {
+						w.first = r.GUID
+					}
 				}
 			}
 			select {
@@ -244,13 +281,33 @@ FROM actual_lrps WHERE process_guid LIKE $1 GROUP BY process_guid`, prefix+"%")
 	return w
 }
 
+// history is the instance and rollout events of LRP guid, oldest first, for a violation's
+// report.
+func (w *fleetWatch) history(guid string) string {
+	var rows []struct {
+		At   time.Time `db:"created_at"`
+		Name string    `db:"name"`
+		Data string    `db:"data"`
+	}
+	err := w.c.Store.DB().SelectContext(ctx, &rows, `SELECT created_at, name, data::text AS data FROM events
+WHERE data::text LIKE '%' || $1 || '%' ORDER BY id`, `"`+guid+`"`)
+	if err != nil {
+		return err.Error()
+	}
+	var out strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&out, "%s %s %s\n", r.At.Format("15:04:05.000000"), r.Name, r.Data)
+	}
+	return out.String()
+}
+
 // finish stops sampling, fails on any violation or on an LRP never sampled, and returns the
 // number of samples.
 func (w *fleetWatch) finish(b *testing.B, lrps int) int {
 	close(w.stop)
 	<-w.done
 	if len(w.violations) > 0 {
-		b.Fatalf("the invariant broke:\n%s", strings.Join(w.violations, "\n"))
+		b.Fatalf("the invariant broke:\n%s\nthe first LRP's instance events:\n%s", strings.Join(w.violations, "\n"), w.history(w.first))
 	}
 	if len(w.seen) != lrps || w.samples < 10 {
 		b.Fatalf("%d samples saw %d of %d LRPs", w.samples, len(w.seen), lrps)

@@ -91,10 +91,19 @@ func (a *Agent) reconcilePairs(ctx context.Context, containers []executor.Contai
 	}
 	if noContainerRows {
 		for _, lrp := range byGuid {
-			if !have[lrp.InstanceGUID] && !a.draining.Load() {
-				if err := a.applyDecision(ctx, nil, lrp, nil); err != nil {
-					errs = append(errs, err)
-				}
+			if have[lrp.InstanceGUID] || a.draining.Load() {
+				continue
+			}
+			// The containers were listed before the BBS was read: one created, started and
+			// reported since is in the BBS's answer but not in the list. It is no "No
+			// Container" row (unclaiming it took a RUNNING instance out of service, its
+			// index empty after a rollout had retired the old one: found by 1,000
+			// concurrent rollouts); its own reconciliation decides for it.
+			if _, ok := a.exec.Get(lrp.InstanceGUID); ok {
+				continue
+			}
+			if err := a.applyDecision(ctx, nil, lrp, nil); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}

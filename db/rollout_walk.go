@@ -51,44 +51,50 @@ func (s *Store) DesiredInstances(ctx context.Context, guid string) (instances in
 // LRP's instance count (a scale-down raced the walk) creates nothing and returns an
 // instance with no state.
 func (s *Store) DesireInstance(ctx context.Context, guid, def string, index int32) (*model.ActualLRP, error) {
-	var out model.ActualLRP
+	var out *model.ActualLRP
 	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
-		if _, err := lockDesired(ctx, tx, guid); err != nil {
-			return err
-		}
-		if a, err := instanceInTx(ctx, tx, guid, def, index); err == nil {
-			// Possibly a retiring one (a walk back over an index whose old instance is still
-			// draining): it stays retiring, and the wait treats it as not there yet.
-			out = *a
-			return nil
-		} else if !model.IsType(err, model.ErrResourceNotFound) {
-			return err
-		}
-		var row actualRow
-		err := tx.GetContext(ctx, &row, `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain,
-    state, since, modification_epoch)
-SELECT l.process_guid, d.definition_id, $3, l.domain, 'UNCLAIMED', $4, gen_random_uuid()::text
-FROM desired_lrps l JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.definition_id = $2 AND d.live
-WHERE l.process_guid = $1 AND $3 < l.instances
-RETURNING `+actualColumns, guid, def, index, s.nowNanos())
-		if err == sql.ErrNoRows {
-			instances, _, _, err := s.DesiredInstances(ctx, guid)
-			if err == nil && index >= instances {
-				// Scaled below this index since the walk read the count: nothing to start.
-				out = model.ActualLRP{ActualLRPKey: model.ActualLRPKey{ProcessGUID: guid, DefinitionID: def, Index: index}}
-				return nil
-			}
-			return model.Errorf(model.ErrResourceNotFound, "LRP %q has no live definition %q", guid, def)
-		}
+		l, err := lockDesired(ctx, tx, guid)
 		if err != nil {
 			return err
 		}
-		if out, err = row.model(); err != nil {
-			return err
-		}
-		return appendEvents(ctx, tx, event(model.EventActualLRPCreated, out))
+		out, err = s.desireInTx(ctx, tx, guid, def, index, l.Instances)
+		return err
 	})
-	return &out, err
+	return out, err
+}
+
+// desireInTx is DesireInstance inside a transaction that holds the LRP's lock; instances is
+// the LRP's count.
+func (s *Store) desireInTx(ctx context.Context, tx *sqlx.Tx, guid, def string, index, instances int32) (*model.ActualLRP, error) {
+	if index >= instances {
+		// Scaled below this index since the walk read the count: nothing to start.
+		return &model.ActualLRP{ActualLRPKey: model.ActualLRPKey{ProcessGUID: guid, DefinitionID: def, Index: index}}, nil
+	}
+	if a, err := instanceInTx(ctx, tx, guid, def, index); err == nil {
+		// Possibly a retiring one (a walk back over an index whose old instance is still
+		// draining): it stays retiring, and the wait treats it as not there yet.
+		return a, nil
+	} else if !model.IsType(err, model.ErrResourceNotFound) {
+		return nil, err
+	}
+	var row actualRow
+	err := tx.GetContext(ctx, &row, `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain,
+    state, since, modification_epoch)
+SELECT l.process_guid, d.definition_id, $3, l.domain, 'UNCLAIMED', $4, gen_random_uuid()::text
+FROM desired_lrps l JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.definition_id = $2 AND d.live
+WHERE l.process_guid = $1
+RETURNING `+actualColumns, guid, def, index, s.nowNanos())
+	if err == sql.ErrNoRows {
+		return nil, model.Errorf(model.ErrResourceNotFound, "LRP %q has no live definition %q", guid, def)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out, err := row.model()
+	if err != nil {
+		return nil, err
+	}
+	return &out, appendEvents(ctx, tx, event(model.EventActualLRPCreated, out))
 }
 
 // Instance returns the ORDINARY instance of def at index.
@@ -122,7 +128,7 @@ WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND prese
 
 // RetireOthers retires every ORDINARY instance at index not of definition keep.
 func (s *Store) RetireOthers(ctx context.Context, guid, keep string, index int32) ([]model.ActualLRP, error) {
-	return s.retireAt(ctx, guid, index, `definition_id <> $3`, keep)
+	return s.retireAt(ctx, guid, index, matchOthers, keep)
 }
 
 // RetireInstance retires the ORDINARY instance of def at index — unless it is all the index
@@ -130,10 +136,7 @@ func (s *Store) RetireOthers(ctx context.Context, guid, keep string, index int32
 // during it created on the target, with no old instance to keep serving, would leave the
 // index empty. The instance then stays for the walk (back) to replace.
 func (s *Store) RetireInstance(ctx context.Context, guid, def string, index int32) ([]model.ActualLRP, error) {
-	return s.retireAt(ctx, guid, index, `definition_id = $3 AND (
-    instance_index >= (SELECT coalesce(max(l.instances), 0) FROM desired_lrps l WHERE l.process_guid = $1)
-    OR EXISTS (SELECT 1 FROM actual_lrps o WHERE o.process_guid = $1 AND o.instance_index = $2
-        AND o.presence = 'ORDINARY' AND NOT o.retiring AND o.definition_id <> $3))`, def)
+	return s.retireAt(ctx, guid, index, matchInstance, def)
 }
 
 // retireAt deletes the matching UNCLAIMED and CRASHED instances at index and marks the
@@ -141,25 +144,38 @@ func (s *Store) RetireInstance(ctx context.Context, guid, def string, index int3
 // remove the records), and until then a crash must not bring them back.
 func (s *Store) retireAt(ctx context.Context, guid string, index int32, match, def string) ([]model.ActualLRP, error) {
 	var toStop []model.ActualLRP
-	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
-		var rows []actualRow
-		if err := tx.SelectContext(ctx, &rows, `DELETE FROM actual_lrps
-WHERE process_guid = $1 AND instance_index = $2 AND presence = 'ORDINARY' AND `+match+`
-  AND state IN ('UNCLAIMED', 'CRASHED')
-RETURNING `+actualColumns, guid, index, def); err != nil {
-			return err
-		}
-		removed, err := actualModels(rows)
-		if err != nil {
-			return err
-		}
-		if err := appendEvents(ctx, tx, instanceEvents(model.EventActualLRPRemoved, removed)...); err != nil {
-			return err
-		}
-		toStop, err = markRetiring(ctx, tx, `process_guid = $1 AND instance_index = $2 AND presence = 'ORDINARY' AND `+match, guid, index, def)
+	err := s.inTx(ctx, func(tx *sqlx.Tx) (err error) {
+		toStop, err = retireAtTx(ctx, tx, guid, index, match, def)
 		return err
 	})
 	return toStop, err
+}
+
+// The matches of retireAt: RetireOthers' and RetireInstance's.
+const (
+	matchOthers   = `definition_id <> $3`
+	matchInstance = `definition_id = $3 AND (
+    instance_index >= (SELECT coalesce(max(l.instances), 0) FROM desired_lrps l WHERE l.process_guid = $1)
+    OR EXISTS (SELECT 1 FROM actual_lrps o WHERE o.process_guid = $1 AND o.instance_index = $2
+        AND o.presence = 'ORDINARY' AND NOT o.retiring AND o.definition_id <> $3))`
+)
+
+func retireAtTx(ctx context.Context, tx *sqlx.Tx, guid string, index int32, match, def string) ([]model.ActualLRP, error) {
+	var rows []actualRow
+	if err := tx.SelectContext(ctx, &rows, `DELETE FROM actual_lrps
+WHERE process_guid = $1 AND instance_index = $2 AND presence = 'ORDINARY' AND `+match+`
+  AND state IN ('UNCLAIMED', 'CRASHED')
+RETURNING `+actualColumns, guid, index, def); err != nil {
+		return nil, err
+	}
+	removed, err := actualModels(rows)
+	if err != nil {
+		return nil, err
+	}
+	if err := appendEvents(ctx, tx, instanceEvents(model.EventActualLRPRemoved, removed)...); err != nil {
+		return nil, err
+	}
+	return markRetiring(ctx, tx, `process_guid = $1 AND instance_index = $2 AND presence = 'ORDINARY' AND `+match, guid, index, def)
 }
 
 // RecordRolloutProgress stores where a rollout's walk is.
@@ -175,6 +191,25 @@ func (s *Store) RecordRolloutProgress(ctx context.Context, id string, p model.Ro
     current_index = $3, updated_instances = $4, instances = $5, given_up_indices = $6,
     run_id = CASE WHEN $7 = '' THEN run_id ELSE $7 END
 WHERE id = $1 RETURNING `+rolloutColumns, id, p.State, p.CurrentIndex, p.UpdatedInstances, p.Instances, pq.Int32Array(given), p.RunID)
+		if err == sql.ErrNoRows {
+			return notFound("rollout", id)
+		}
+		if err != nil {
+			return err
+		}
+		return appendEvents(ctx, tx, event(model.EventRolloutChanged, r.model()))
+	})
+}
+
+// RecordRolloutState stores a rollout's walk state (and run id, unless empty) and leaves its
+// counts: an index run in flight writes those itself.
+func (s *Store) RecordRolloutState(ctx context.Context, id, state, runID string) error {
+	return s.inTx(ctx, func(tx *sqlx.Tx) error {
+		var r rolloutRow
+		err := tx.GetContext(ctx, &r, `UPDATE rollouts SET
+    state = CASE WHEN state IN `+inProgressStates+` AND $2 IN `+inProgressStates+` THEN $2 ELSE state END,
+    run_id = CASE WHEN $3 = '' THEN run_id ELSE $3 END
+WHERE id = $1 RETURNING `+rolloutColumns, id, state, runID)
 		if err == sql.ErrNoRows {
 			return notFound("rollout", id)
 		}

@@ -56,6 +56,11 @@ type RolloutInput struct {
 	IndexDeadline time.Duration `json:"index_deadline,omitempty"`
 	// ContinueAsNewEvery bounds the index steps of one run (default DefaultContinueAsNewEvery).
 	ContinueAsNewEvery int `json:"continue_as_new_every,omitempty"`
+	// Runs hands the forward walk, when MaxInFlight is 1, to index runs: one activity walks
+	// index after index (WalkRun) instead of an activity and a workflow task per index
+	// (rollout_run.go). Without it (and in every run started before it existed) the walk
+	// goes step by step.
+	Runs bool `json:"runs,omitempty"`
 
 	// RolloutCarried is zero on a fresh start; a run that continues as new fills it in.
 	RolloutCarried

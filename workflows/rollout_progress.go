@@ -56,7 +56,9 @@ func (r *rollout) recordProgress() error {
 		UpdatedInstances: r.updatedCount(), GivenUpIndices: append([]int32{}, r.walked.GivenUp...),
 		RunID: workflow.GetInfo(r.ctx).WorkflowExecution.RunID,
 	}
-	return r.local(r.ctx, activities.RecordProgressInput{RolloutID: r.in.RolloutID, Progress: p}, acts.RecordProgress, nil)
+	// A run in flight writes the counts itself, index by index: the walk's own are behind.
+	in := activities.RecordProgressInput{RolloutID: r.in.RolloutID, Progress: p, StateOnly: r.runInFlight()}
+	return r.local(r.ctx, in, acts.RecordProgress, nil)
 }
 
 // updatedCount counts the updated indices the LRP still has after any scale-down.
@@ -78,8 +80,12 @@ func (r *rollout) publish() {
 	if r.phase.back() {
 		verb, target = "rolling back to", r.in.FromDefinitionID
 	}
-	workflow.SetCurrentDetails(r.ctx, fmt.Sprintf("**%s** %s `%s`: index %d/%d, %d updated, given up %v, in flight %v",
-		p.State, verb, target, p.CurrentIndex, p.Instances, r.updatedCount(), p.GivenUp, p.InFlight))
+	details := fmt.Sprintf("**%s** %s `%s`: index %d/%d, %d updated, given up %v, in flight %v",
+		p.State, verb, target, p.CurrentIndex, p.Instances, r.updatedCount(), p.GivenUp, p.InFlight)
+	if r.runInFlight() {
+		details += fmt.Sprintf("; an index run (WalkRun) walks on from index %d: its heartbeat details show the index it is at", p.CurrentIndex)
+	}
+	workflow.SetCurrentDetails(r.ctx, details)
 	if !r.searchable || r.shown == [2]string{p.State, r.in.ToDefinitionID} {
 		return
 	}

@@ -275,14 +275,32 @@ func TestRecordRolloutHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, sc := range recordingScenarios {
-		t.Run(sc.name, func(t *testing.T) { recordScenario(t, c, dir, sc) })
+		t.Run(sc.name, func(t *testing.T) { recordScenario(t, c, dir, sc, false) })
+		t.Run(sc.name+"_runs", func(t *testing.T) { recordScenario(t, c, dir, sc, true) })
 	}
 }
 
-func recordScenario(t *testing.T, c client.Client, dir string, sc recordingScenario) {
+// TestRolloutRunScenarios plays every recording scenario with index runs (RolloutInput.Runs)
+// on a real dev server, with the real activities over an in-memory store: cancels, pauses,
+// rollbacks, supersedes, a given-up index and continues-as-new, each stopping a run in
+// flight or following one.
+func TestRolloutRunScenarios(t *testing.T) {
+	c := temporaltest.New(t)
+	for _, sc := range recordingScenarios {
+		t.Run(sc.name, func(t *testing.T) { recordScenario(t, c, "", sc, true) })
+	}
+}
+
+// recordScenario plays sc, with index runs if runs says so, and records its histories into
+// dir (unless empty) as <name>.json, or <name>_runs.json.
+func recordScenario(t *testing.T, c client.Client, dir string, sc recordingScenario, runs bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	guid := "app-" + sc.name
+	name := sc.name
+	if runs {
+		name += "_runs"
+	}
+	guid := "app-" + name
 	waiter := &memWaiter{subs: map[chan struct{}]struct{}{}}
 	store := &memStore{instances: sc.instances, healthy: "def1", lrps: map[string]model.ActualLRP{}, states: map[string]string{},
 		progress: map[string]model.RolloutProgress{}, startIn: sc.startIn, waiter: waiter, hang: map[string]bool{}}
@@ -292,7 +310,7 @@ func recordScenario(t *testing.T, c client.Client, dir string, sc recordingScena
 	for _, s := range sc.hang {
 		store.hang[s] = true
 	}
-	queue := "record-" + sc.name
+	queue := "record-" + name
 	w := bbsworker.New(c, queue, bbsworker.Deps{RolloutStore: store, Waiter: waiter, Log: zaptest.NewLogger(t)})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -304,6 +322,7 @@ func recordScenario(t *testing.T, c client.Client, dir string, sc recordingScena
 	if sc.in != nil {
 		sc.in(&in)
 	}
+	in.Runs = runs
 	runID, err := workflows.StartRollout(ctx, c, queue, in)
 	if err != nil {
 		t.Fatal(err)
@@ -317,11 +336,19 @@ func recordScenario(t *testing.T, c client.Client, dir string, sc recordingScena
 		t.Fatalf("rollout: %v", err)
 	}
 	sc.check(t, r, out)
-	runs := runChain(ctx, t, c, model.RolloutWorkflowID(guid), runID)
-	for i, run := range runs {
-		file := filepath.Join(dir, sc.name+".json")
-		if len(runs) > 1 {
-			file = filepath.Join(dir, fmt.Sprintf("%s_run%d.json", sc.name, i+1))
+	if opened, stopped := store.runCounts(); runs && opened == 0 {
+		t.Fatal("the walk opened no index run")
+	} else if runs {
+		t.Logf("%d index runs opened, %d stopped", opened, stopped)
+	}
+	if dir == "" {
+		return
+	}
+	chain := runChain(ctx, t, c, model.RolloutWorkflowID(guid), runID)
+	for i, run := range chain {
+		file := filepath.Join(dir, name+".json")
+		if len(chain) > 1 {
+			file = filepath.Join(dir, fmt.Sprintf("%s_run%d.json", name, i+1))
 		}
 		recordHistory(ctx, t, c, model.RolloutWorkflowID(guid), run, file)
 	}

@@ -57,6 +57,15 @@ type memStore struct {
 	waiter    *memWaiter
 	// hang are the slots (definition/index) whose instance never starts: a flaky index.
 	hang map[string]bool
+	// runs are the index runs by rollout id (db/rollout_run.go's fenced steps, in memory).
+	runs map[string]*memRun
+}
+
+type memRun struct {
+	opened, stopped int
+	fence           int64
+	attempt         int32
+	state           db.RunState
 }
 
 func slot(def string, i int32) string { return fmt.Sprintf("%s/%d", def, i) }
@@ -162,6 +171,122 @@ func (m *memStore) RecordRolloutProgress(_ context.Context, id string, p model.R
 	defer m.mu.Unlock()
 	m.progress[id] = p
 	return nil
+}
+
+func (m *memStore) RecordRolloutState(_ context.Context, id, state, _ string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.progress[id]
+	p.State = state
+	m.progress[id] = p
+	return nil
+}
+
+func (m *memStore) run(id string) *memRun {
+	if m.runs == nil {
+		m.runs = map[string]*memRun{}
+	}
+	if m.runs[id] == nil {
+		m.runs[id] = &memRun{state: db.RunState{Index: -1}}
+	}
+	return m.runs[id]
+}
+
+func (m *memStore) OpenRun(_ context.Context, id string) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.run(id)
+	r.opened++
+	r.fence++
+	r.attempt = 0
+	r.state = db.RunState{Index: -1}
+	return r.fence, nil
+}
+
+func (m *memStore) StopRun(_ context.Context, id string) (db.RunState, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.run(id)
+	r.stopped++
+	r.fence++
+	return r.state, nil
+}
+
+func (m *memStore) TakeRun(_ context.Context, h db.RunHold) (db.RunState, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.run(h.RolloutID)
+	if r.fence != h.Fence || r.attempt > h.Attempt {
+		return db.RunState{}, db.ErrRunFenced
+	}
+	r.attempt = h.Attempt
+	return r.state, nil
+}
+
+// runCounts counts the index runs opened and the StopRun calls, over every rollout.
+func (m *memStore) runCounts() (opened, stopped int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.runs {
+		opened += r.opened
+		stopped += r.stopped
+	}
+	return opened, stopped
+}
+
+func (m *memStore) HoldsRun(_ context.Context, h db.RunHold) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.run(h.RolloutID)
+	return r.fence == h.Fence && r.attempt == h.Attempt, nil
+}
+
+// AdvanceRun is db.Store.AdvanceRun in memory; holding the lock throughout, as the
+// transaction holds the row.
+func (m *memStore) AdvanceRun(ctx context.Context, h db.RunHold, a db.RunAdvance) (*db.RunAdvanced, error) {
+	m.mu.Lock()
+	r := m.run(h.RolloutID)
+	if r.fence != h.Fence || r.attempt != h.Attempt {
+		m.mu.Unlock()
+		return nil, db.ErrRunFenced
+	}
+	out := &db.RunAdvanced{Exists: true, Instances: m.instances}
+	st := r.state
+	m.mu.Unlock()
+	if a.Done >= 0 {
+		switch a.Outcome {
+		case model.StepUpdated:
+			out.ToStop, _ = m.RetireOthers(ctx, a.ProcessGUID, a.DefinitionID, a.Done)
+			if !slices.Contains(st.Updated, a.Done) {
+				st.Updated = append(slices.Clone(st.Updated), a.Done)
+				slices.Sort(st.Updated)
+			}
+		default:
+			out.ToStop, _ = m.RetireInstance(ctx, a.ProcessGUID, a.DefinitionID, a.Done)
+			if a.Outcome == model.StepGivenUp {
+				st.GivenUp = append(slices.Clone(st.GivenUp), a.Done)
+			}
+		}
+	}
+	st.Index = -1
+	if a.Next >= 0 && a.Next < out.Instances {
+		out.Desired, _ = m.DesireInstance(ctx, a.ProcessGUID, a.DefinitionID, a.Next)
+		st.Index = a.Next
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r.state = st
+	out.Run = st
+	p := m.progress[h.RolloutID]
+	p.UpdatedInstances = int32(len(st.Updated))
+	for _, i := range a.Before {
+		if !slices.Contains(st.Updated, i) {
+			p.UpdatedInstances++
+		}
+	}
+	p.Instances = m.instances
+	m.progress[h.RolloutID] = p
+	return out, nil
 }
 
 func (m *memStore) BeginCancel(_ context.Context, id string) error {

@@ -97,13 +97,16 @@ type RolloutClient struct {
 	// MaxInFlight and IndexDeadline tune every rollout started; zero takes the defaults.
 	MaxInFlight   int
 	IndexDeadline time.Duration
+	// Stepwise walks every index with an activity and a workflow task of its own, as before
+	// index runs (RolloutInput.Runs, the default) existed.
+	Stepwise bool
 }
 
 // Input is the workflow input of a rollout row.
 func (rc *RolloutClient) Input(r *model.Rollout, domain string) RolloutInput {
 	return RolloutInput{RolloutID: r.ID, ProcessGUID: r.ProcessGUID, Domain: domain,
 		FromDefinitionID: r.FromDefinitionID, ToDefinitionID: r.ToDefinitionID, Kind: r.Kind,
-		MaxInFlight: rc.MaxInFlight, IndexDeadline: rc.IndexDeadline}
+		MaxInFlight: rc.MaxInFlight, IndexDeadline: rc.IndexDeadline, Runs: !rc.Stepwise}
 }
 
 // StartRollout starts the rollout's workflow, or keeps the run under way.

@@ -17,6 +17,11 @@ type step struct {
 	def    string
 	back   bool // a walk-back step (cancel) rather than a forward one
 	cancel workflow.CancelFunc
+	// run says the step is an index run (WalkRun) from index up, for rolloutID; pausing
+	// says a pause stopped it, so that the index it left undecided finishes as a step.
+	run       bool
+	rolloutID string
+	pausing   bool
 }
 
 type outcome int
@@ -35,6 +40,9 @@ type stepResult struct {
 	out    outcome
 	reason string
 	err    error
+	// run is what an index run decided (its out says how it ended: outUpdated when it
+	// walked as far as it was asked, outInterrupted when a signal stopped it).
+	run *activities.WalkRunOutput
 }
 
 // The database steps are local activities: they take milliseconds, and running them inside
@@ -119,7 +127,11 @@ func (r *rollout) walk() stopCause {
 				walkedAll = true
 				break
 			}
-			r.start(i)
+			if r.inRuns() {
+				r.startRun(i)
+			} else {
+				r.start(i)
+			}
 		}
 		if len(r.inFlight) == 0 {
 			switch {
@@ -146,6 +158,7 @@ func (r *rollout) walk() stopCause {
 		for sel.HasPending() {
 			sel.Select(r.ctx)
 		}
+		r.pauseRuns()
 		// Once the walk is ending, the main loop records progress for the next one.
 		if changed && r.stop == stopNone {
 			if err := r.report(); err != nil {
@@ -277,6 +290,10 @@ func failed(err error) stepResult {
 func (r *rollout) stepDone(res stepResult) {
 	s := res.s
 	r.inFlight = slices.DeleteFunc(r.inFlight, func(x *step) bool { return x == s })
+	if s.run {
+		r.runDone(res)
+		return
+	}
 	r.steps++
 	switch res.out {
 	case outUpdated:

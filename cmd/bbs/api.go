@@ -59,8 +59,12 @@ func runAPICommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer temporal.Close()
+	ro, err := rf.options()
+	if err != nil {
+		return err
+	}
 	a, err := startAPI(ctx, store, *listenAddr, *protocolAddr, tlsOpts, system.APIConfig{
-		Cells: cellapi.NewClient(cellTLS), Temporal: temporal, Rollouts: rf.options(), Metrics: reg, Log: log})
+		Cells: cellapi.NewClient(cellTLS), Temporal: temporal, Rollouts: ro, Metrics: reg, Log: log})
 	if err != nil {
 		return err
 	}

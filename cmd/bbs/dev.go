@@ -155,8 +155,15 @@ func runDevCommand(ctx context.Context, args []string) error {
 	}
 	// One process, one registry: the API serves every part's series at /metrics.
 	reg := metrics.NewRegistry()
+	ro, err := rf.options()
+	if err != nil {
+		if protocolTLS != nil {
+			protocolTLS.Close()
+		}
+		return err
+	}
 	a, err := startAPI(ctx, store, *apiAddr, *protocolAddr, tlsFlags{}, system.APIConfig{ProtocolTLSListener: protocolTLS,
-		Cells: cellapi.NewClient(nil), Temporal: temporal, Rollouts: rf.options(), Metrics: reg, Log: log})
+		Cells: cellapi.NewClient(nil), Temporal: temporal, Rollouts: ro, Metrics: reg, Log: log})
 	if err != nil {
 		if protocolTLS != nil {
 			protocolTLS.Close()
@@ -172,7 +179,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 		workerLine = "not started (--no-worker): run `bbs worker` yourself"
 	} else {
 		w, err := system.StartWorker(ctx, system.WorkerConfig{Store: store, Temporal: temporal,
-			ConvergenceInterval: *convergeEvery, Rollouts: rf.options(), Cells: cellapi.NewClient(nil), Metrics: reg, Log: log})
+			ConvergenceInterval: *convergeEvery, Rollouts: ro, Cells: cellapi.NewClient(nil), Metrics: reg, Log: log})
 		if err != nil {
 			return err
 		}

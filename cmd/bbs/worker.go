@@ -42,15 +42,20 @@ func (t temporalFlags) config() (system.TemporalConfig, error) {
 type rolloutFlags struct {
 	maxInFlight   int
 	indexDeadline time.Duration
+	walk          string
 }
 
 func (r *rolloutFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&r.maxInFlight, "rollout-max-in-flight", envInt("BBS_ROLLOUT_MAX_IN_FLIGHT", 1), "indices a rollout replaces at once (1 as in Cloud Foundry) [BBS_ROLLOUT_MAX_IN_FLIGHT]")
+	fs.StringVar(&r.walk, "rollout-walk", envOr("BBS_ROLLOUT_WALK", "runs"), "how a rollout walks its indices: runs (one activity walks index after index) or steps (an activity per index) [BBS_ROLLOUT_WALK]")
 	fs.DurationVar(&r.indexDeadline, "rollout-index-deadline", envDuration("BBS_ROLLOUT_INDEX_DEADLINE", workflows.DefaultIndexDeadline), "once the new definition has run, how long an index may take to start before it is given up [BBS_ROLLOUT_INDEX_DEADLINE]")
 }
 
-func (r rolloutFlags) options() system.RolloutOptions {
-	return system.RolloutOptions{MaxInFlight: r.maxInFlight, IndexDeadline: r.indexDeadline}
+func (r rolloutFlags) options() (system.RolloutOptions, error) {
+	if r.walk != "runs" && r.walk != "steps" {
+		return system.RolloutOptions{}, fmt.Errorf("--rollout-walk %q: want runs or steps", r.walk)
+	}
+	return system.RolloutOptions{MaxInFlight: r.maxInFlight, IndexDeadline: r.indexDeadline, Stepwise: r.walk == "steps"}, nil
 }
 
 func runWorkerCommand(ctx context.Context, args []string) error {
@@ -106,8 +111,12 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 		return err
 	}
 	defer temporal.Close()
+	ro, err := rf.options()
+	if err != nil {
+		return err
+	}
 	w, err := system.StartWorker(ctx, system.WorkerConfig{Store: store, Temporal: temporal,
-		ConvergenceInterval: *every, Events: events, Rollouts: rf.options(), Cells: cellapi.NewClient(cellTLS), Log: log,
+		ConvergenceInterval: *every, Events: events, Rollouts: ro, Cells: cellapi.NewClient(cellTLS), Log: log,
 		Tasks: tasks, Placement: auctioneer.Options{MaxTaskRetries: *maxTaskRetries}, Metrics: reg})
 	if err != nil {
 		return err

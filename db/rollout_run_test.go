@@ -1,0 +1,170 @@
+package db_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/internal/dbtest"
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// An index run walks in one transaction per index: the decided index's old instances retire
+// and are recorded, the next index's instance is desired, the row shows the progress.
+func TestIndexRunAdvances(t *testing.T) {
+	s := dbtest.NewStore(t)
+	desire(t, s, newLRP("app", 3))
+	for i := range 3 {
+		makeRunning(t, s, "app", "app", i)
+	}
+	st, err := s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindUpdate, Definition: newDef("v2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := st.Rollout.ID
+	fence, err := s.OpenRun(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := db.RunHold{RolloutID: id, Fence: fence, Attempt: 1}
+	if run, err := s.TakeRun(ctx, h); err != nil || run.Index != -1 || len(run.Updated) != 0 {
+		t.Fatalf("TakeRun = %+v, %v", run, err)
+	}
+	step := db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Done: -1, Next: 0, Before: []int32{}}
+	adv, err := s.AdvanceRun(ctx, h, step)
+	if err != nil || !adv.Exists || adv.Instances != 3 || adv.Desired.State != model.StateUnclaimed || adv.Run.Index != 0 {
+		t.Fatalf("first step = %+v, %v", adv, err)
+	}
+	makeRunning(t, s, "app", "v2", 0)
+	step.Done, step.Outcome, step.Next = 0, model.StepUpdated, 1
+	adv, err = s.AdvanceRun(ctx, h, step)
+	if err != nil || len(adv.ToStop) != 1 || adv.ToStop[0].DefinitionID != "app" || !slices.Equal(adv.Run.Updated, []int32{0}) || adv.Run.Index != 1 {
+		t.Fatalf("second step = %+v, %v", adv, err)
+	}
+	// Repeated (a retried transaction whose answer was lost): the same state.
+	if again, err := s.AdvanceRun(ctx, h, step); err != nil || len(again.ToStop) != 1 || !slices.Equal(again.Run.Updated, []int32{0}) {
+		t.Fatalf("repeated step = %+v, %v", again, err)
+	}
+	ro, err := s.RolloutByID(ctx, id)
+	if err != nil || ro.CurrentIndex != 1 || ro.UpdatedInstances != 1 || ro.Instances != 3 {
+		t.Fatalf("row = %+v, %v", ro, err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM actual_lrps WHERE definition_id = 'v2' AND instance_index = 1`); n != 1 {
+		t.Fatalf("%d instances of v2 at index 1, want the one desired", n)
+	}
+	// Given up: v2's instance at 1 retires, the old one stays; the count of given-up grows.
+	step.Done, step.Outcome, step.Next = 1, model.StepGivenUp, 2
+	if adv, err = s.AdvanceRun(ctx, h, step); err != nil || !slices.Equal(adv.Run.GivenUp, []int32{1}) {
+		t.Fatalf("given up = %+v, %v", adv, err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM actual_lrps WHERE definition_id = 'v2' AND instance_index = 1`); n != 0 {
+		t.Fatalf("v2's instance at the given-up index left")
+	}
+	if ro, _ := s.RolloutByID(ctx, id); !slices.Equal(ro.GivenUpIndices, []int32{1}) {
+		t.Fatalf("given up on the row = %v", ro.GivenUpIndices)
+	}
+}
+
+// Once the workflow stops a run, or a later attempt takes it over, the run writes nothing:
+// StopRun's answer is all it did.
+func TestIndexRunIsFenced(t *testing.T) {
+	s := dbtest.NewStore(t)
+	desire(t, s, newLRP("app", 3))
+	for i := range 3 {
+		makeRunning(t, s, "app", "app", i)
+	}
+	st, err := s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindUpdate, Definition: newDef("v2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := st.Rollout.ID
+	fence, err := s.OpenRun(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := db.RunHold{RolloutID: id, Fence: fence, Attempt: 1}
+	if _, err := s.TakeRun(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	step := db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Done: -1, Next: 0}
+	if _, err := s.AdvanceRun(ctx, first, step); err != nil {
+		t.Fatal(err)
+	}
+	// A second attempt (the first one's worker presumed dead) resumes where it was.
+	second := first
+	second.Attempt = 2
+	run, err := s.TakeRun(ctx, second)
+	if err != nil || run.Index != 0 {
+		t.Fatalf("TakeRun by the second attempt = %+v, %v", run, err)
+	}
+	if _, err := s.TakeRun(ctx, first); !errors.Is(err, db.ErrRunFenced) {
+		t.Fatalf("the first attempt took the run back: %v", err)
+	}
+	makeRunning(t, s, "app", "v2", 0)
+	step.Done, step.Outcome, step.Next = 0, model.StepUpdated, 1
+	if _, err := s.AdvanceRun(ctx, first, step); !errors.Is(err, db.ErrRunFenced) {
+		t.Fatalf("the first attempt advanced: %v", err)
+	}
+	if held, err := s.HoldsRun(ctx, first); err != nil || held {
+		t.Fatalf("HoldsRun(first) = %v, %v", held, err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM actual_lrps WHERE definition_id = 'app' AND instance_index = 0 AND retiring`); n != 0 {
+		t.Fatal("a fenced-out attempt retired an instance")
+	}
+	if _, err := s.AdvanceRun(ctx, second, step); err != nil {
+		t.Fatal(err)
+	}
+	stopped, err := s.StopRun(ctx, id)
+	if err != nil || !slices.Equal(stopped.Updated, []int32{0}) || stopped.Index != 1 {
+		t.Fatalf("StopRun = %+v, %v", stopped, err)
+	}
+	if again, err := s.StopRun(ctx, id); err != nil || !slices.Equal(again.Updated, stopped.Updated) || again.Index != stopped.Index {
+		t.Fatalf("StopRun again = %+v, %v", again, err)
+	}
+	makeRunning(t, s, "app", "v2", 1)
+	step.Done, step.Next = 1, 2
+	if _, err := s.AdvanceRun(ctx, second, step); !errors.Is(err, db.ErrRunFenced) {
+		t.Fatalf("a stopped run advanced: %v", err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM actual_lrps WHERE definition_id = 'v2' AND instance_index = 2`); n != 0 {
+		t.Fatal("a stopped run desired an instance")
+	}
+	// A new run starts with a clean record and a new fence.
+	next, err := s.OpenRun(ctx, id)
+	if err != nil || next <= fence+2 {
+		t.Fatalf("OpenRun = %d, %v (fence was %d, stopped twice)", next, err, fence)
+	}
+	if run, err := s.TakeRun(ctx, db.RunHold{RolloutID: id, Fence: next, Attempt: 1}); err != nil || len(run.Updated) != 0 || run.Index != -1 {
+		t.Fatalf("new run = %+v, %v", run, err)
+	}
+}
+
+// A run whose LRP is gone, or scaled below the index, changes nothing there.
+func TestIndexRunAfterScaleDownAndRemoval(t *testing.T) {
+	s := dbtest.NewStore(t)
+	desire(t, s, newLRP("app", 2))
+	st, err := s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindUpdate, Definition: newDef("v2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fence, _ := s.OpenRun(ctx, st.Rollout.ID)
+	h := db.RunHold{RolloutID: st.Rollout.ID, Fence: fence, Attempt: 1}
+	if _, err := s.TakeRun(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, s, `UPDATE desired_lrps SET instances = 1 WHERE process_guid = 'app'`)
+	adv, err := s.AdvanceRun(ctx, h, db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Done: -1, Next: 1})
+	if err != nil || adv.Instances != 1 || adv.Desired.State != "" || adv.Run.Index != -1 {
+		t.Fatalf("beyond the count = %+v, %v", adv, err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM actual_lrps WHERE definition_id = 'v2'`); n != 0 {
+		t.Fatal("an instance desired beyond the count")
+	}
+	if _, err := s.RemoveDesiredLRP(ctx, "app"); err != nil {
+		t.Fatal(err)
+	}
+	if adv, err := s.AdvanceRun(ctx, h, db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Done: -1, Next: 0}); err != nil || adv.Exists {
+		t.Fatalf("after removal = %+v, %v", adv, err)
+	}
+}

@@ -1,0 +1,168 @@
+package workflows
+
+import (
+	"slices"
+	"time"
+
+	"github.com/updatable-lrps/bbs/activities"
+	"github.com/updatable-lrps/bbs/model"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Index runs (RolloutInput.Runs): the forward walk hands the indices from NextIndex up to one
+// activity, WalkRun, which walks them one after the other with a transaction per index and
+// no Temporal round trip between them — an index's workflow task and activity task cost more
+// than the rest of its step on the dev server (docs/BENCHMARKS.md). The workflow still
+// decides: where the run starts, the health gate (no deadline until the target has run) and
+// the deadline, and every signal stops the run before it acts. The run is opened with a
+// fence (OpenRun) and stopped by moving it (StopRun): once StopRun has returned the run
+// changes nothing, and its answer is what the run did. So a cancel, supersede or rollback
+// acts within the index the run was at, as it does on a step; a pause lets that index finish
+// as a step and starts no other. A killed worker's run is retried by Temporal after its
+// heartbeat timeout and resumes where the row says it was.
+
+// inRuns says whether the walk's next index goes to an index run.
+func (r *rollout) inRuns() bool {
+	return r.in.Runs && r.in.MaxInFlight == 1 && !r.phase.back()
+}
+
+// startRun starts an index run from index i.
+func (r *rollout) startRun(i int32) {
+	s := &step{index: i, def: r.in.ToDefinitionID, run: true, rolloutID: r.in.RolloutID}
+	sctx, cancel := workflow.WithCancel(r.ctx)
+	s.cancel = cancel
+	r.inFlight = append(r.inFlight, s)
+	workflow.Go(sctx, func(ctx workflow.Context) {
+		res := r.walkRun(ctx, s)
+		res.s = s
+		dctx, _ := workflow.NewDisconnectedContext(ctx)
+		r.done.Send(dctx, res)
+	})
+}
+
+// runOptions: a run may wait as long as a step's AwaitRunning (a failing definition's first
+// index waits for good); its heartbeat notices a dead worker.
+var runOptions = awaitOptions
+
+// walkRun opens a run, lets WalkRun walk, and, when a signal interrupts it (ctx is the
+// step's), stops it and deals with the index it left undecided: retired, or for a pause
+// finished as a step.
+func (r *rollout) walkRun(ctx workflow.Context, s *step) stepResult {
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	id := activities.RolloutIDInput{RolloutID: s.rolloutID}
+	var open activities.OpenRunOutput
+	if err := r.local(dctx, id, acts.OpenRun, &open); err != nil {
+		return failed(err)
+	}
+	in := activities.WalkRunInput{RolloutID: s.rolloutID, ProcessGUID: r.in.ProcessGUID, DefinitionID: s.def,
+		Fence: open.Fence, From: s.index, Before: slices.Clone(r.walked.Updated), Healthy: r.walked.Healthy,
+		Deadline: r.in.IndexDeadline, MaxSteps: r.in.ContinueAsNewEvery - r.steps,
+		RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID}
+	var out activities.WalkRunOutput
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, runOptions), acts.WalkRun, in).Get(ctx, &out)
+	switch {
+	case ctx.Err() != nil:
+		return r.stopRun(dctx, s)
+	case err != nil:
+		return failed(err)
+	case out.Fenced:
+		return failed(temporal.NewNonRetryableApplicationError("the index run was stopped before it started", string(model.ErrUnknown), nil))
+	}
+	return stepResult{out: outUpdated, run: &out}
+}
+
+// stopRun fences out the interrupted run s and returns what it did. The index it left
+// undecided is retired (its old instance, never retired, keeps serving), unless a pause
+// stopped the run: that index then finishes as a step.
+func (r *rollout) stopRun(ctx workflow.Context, s *step) stepResult {
+	var st activities.StopRunOutput
+	if err := r.local(ctx, activities.RolloutIDInput{RolloutID: s.rolloutID}, acts.StopRun, &st); err != nil {
+		return failed(err)
+	}
+	run := &activities.WalkRunOutput{Updated: st.Updated, GivenUp: st.GivenUp, Next: s.index}
+	if decided := slices.Concat(st.Updated, st.GivenUp); len(decided) > 0 {
+		run.Next = slices.Max(decided) + 1
+	}
+	run.Healthy = r.walked.Healthy || len(st.Updated) > 0
+	if st.Index < 0 {
+		return stepResult{out: outInterrupted, run: run}
+	}
+	in := activities.InstanceInput{ProcessGUID: r.in.ProcessGUID, DefinitionID: s.def, Index: st.Index}
+	if !s.pausing || r.stop != stopNone {
+		res := r.retire(ctx, in, outInterrupted, "")
+		res.run = run
+		return res
+	}
+	// Paused: the index in flight finishes its step, which a later signal may interrupt.
+	var deadline time.Duration
+	if run.Healthy {
+		deadline = r.in.IndexDeadline
+	}
+	tctx, cancel := workflow.WithCancel(ctx)
+	s.cancel = cancel
+	tail := r.runStep(tctx, &step{index: st.Index, def: s.def}, deadline)
+	switch tail.out {
+	case outUpdated:
+		run.Updated = insert(run.Updated, st.Index)
+		run.Healthy = true
+	case outGivenUp:
+		run.GivenUp = insert(run.GivenUp, st.Index)
+	case outInterrupted:
+		return stepResult{out: outInterrupted, run: run}
+	case outGone, outError:
+		tail.run = run
+		return tail
+	}
+	run.Next = st.Index + 1
+	return stepResult{out: outUpdated, run: run}
+}
+
+// runDone applies what a run did to the walk, as stepDone applies a step: the indices it
+// updated were replaced (a cancel walks them back) and, on the current target, updated.
+func (r *rollout) runDone(res stepResult) {
+	s := res.s
+	if run := res.run; run != nil {
+		current := s.def == r.in.ToDefinitionID
+		for _, i := range run.Updated {
+			r.walked.Replaced = insert(r.walked.Replaced, i)
+			if current {
+				r.walked.Updated = insert(r.walked.Updated, i)
+				r.walked.Healthy = true
+			}
+		}
+		if current {
+			for _, i := range run.GivenUp {
+				r.walked.GivenUp = insert(r.walked.GivenUp, i)
+			}
+		}
+		r.steps += len(run.Updated) + len(run.GivenUp)
+		// The forward walk goes on where the run ended: past the indices it decided, at the
+		// one a signal stopped it before (which a pause even caught before it was desired).
+		if current && s.rolloutID == r.in.RolloutID && !r.phase.back() {
+			r.walked.NextIndex = run.Next
+		}
+	}
+	if res.out == outGone || res.out == outError {
+		r.abort(res.err)
+	}
+}
+
+// pauseRuns stops the runs in flight once the walk is held: the index each is at finishes
+// as a step (stopRun), and no other starts until a resume.
+func (r *rollout) pauseRuns() {
+	if !r.phase.held() {
+		return
+	}
+	for _, s := range r.inFlight {
+		if s.run && !s.pausing {
+			s.pausing = true
+			s.cancel()
+		}
+	}
+}
+
+// runInFlight says whether an index run is under way: it writes the row's progress itself.
+func (r *rollout) runInFlight() bool {
+	return slices.ContainsFunc(r.inFlight, func(s *step) bool { return s.run })
+}
