@@ -10,10 +10,11 @@ import (
 	"github.com/updatable-lrps/bbs/model"
 )
 
-// An index run walks in one transaction per index: the decided index's old instances retire
-// and are recorded, the next index's instance is desired, the row shows the progress.
-func TestIndexRunAdvances(t *testing.T) {
-	s := dbtest.NewStore(t)
+// openRun is an LRP of three instances RUNNING its first definition, a rollout of it to v2
+// and an index run opened for that rollout.
+func openRun(t *testing.T) (s *db.Store, id string, fence int64) {
+	t.Helper()
+	s = dbtest.NewStore(t)
 	desire(t, s, newLRP("app", 3))
 	for i := range 3 {
 		makeRunning(t, s, "app", "app", i)
@@ -22,11 +23,16 @@ func TestIndexRunAdvances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := st.Rollout.ID
-	fence, err := s.OpenRun(ctx, id)
-	if err != nil {
+	if fence, err = s.OpenRun(ctx, st.Rollout.ID); err != nil {
 		t.Fatal(err)
 	}
+	return s, st.Rollout.ID, fence
+}
+
+// An index run walks in one transaction per index: the decided index's old instances retire
+// and are recorded, the next index's instance is desired, the row shows the progress.
+func TestIndexRunAdvances(t *testing.T) {
+	s, id, fence := openRun(t)
 	h := db.RunHold{RolloutID: id, Fence: fence, Attempt: 1}
 	if run, err := s.TakeRun(ctx, h); err != nil || run.Index != -1 || len(run.Updated) != 0 {
 		t.Fatalf("TakeRun = %+v, %v", run, err)
@@ -69,20 +75,7 @@ func TestIndexRunAdvances(t *testing.T) {
 // Once the workflow stops a run, or a later attempt takes it over, the run writes nothing:
 // StopRun's answer is all it did.
 func TestIndexRunIsFenced(t *testing.T) {
-	s := dbtest.NewStore(t)
-	desire(t, s, newLRP("app", 3))
-	for i := range 3 {
-		makeRunning(t, s, "app", "app", i)
-	}
-	st, err := s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindUpdate, Definition: newDef("v2")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := st.Rollout.ID
-	fence, err := s.OpenRun(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, id, fence := openRun(t)
 	first := db.RunHold{RolloutID: id, Fence: fence, Attempt: 1}
 	if _, err := s.TakeRun(ctx, first); err != nil {
 		t.Fatal(err)
