@@ -50,6 +50,8 @@ type WalkRunOutput struct {
 	Next int32 `json:"next"`
 	// Healthy says an instance of the definition has run.
 	Healthy bool `json:"healthy,omitempty"`
+	// Instances is the LRP's count as the run last read it.
+	Instances int32 `json:"instances,omitempty"`
 }
 
 // OpenRunOutput is the fence of a new index run.
@@ -130,14 +132,16 @@ type runWalk struct {
 	run     db.RunState
 	healthy bool
 	next    int32 // the index being walked
-	details runDetails
+	// instances is the LRP's count as the last step read it.
+	instances int32
+	details   runDetails
 	// stops are the stop requests on their way to the cells: sent while the run walks on,
 	// waited for before it returns.
 	stops sync.WaitGroup
 }
 
 func (w *runWalk) output() WalkRunOutput {
-	return WalkRunOutput{Updated: w.run.Updated, GivenUp: w.run.GivenUp, Next: w.next, Healthy: w.healthy}
+	return WalkRunOutput{Updated: w.run.Updated, GivenUp: w.run.GivenUp, Next: w.next, Healthy: w.healthy, Instances: w.instances}
 }
 
 func (w *runWalk) steps() int { return len(w.run.Updated) + len(w.run.GivenUp) }
@@ -221,7 +225,7 @@ func (w *runWalk) advance(ctx context.Context, done int32, outcome string, next 
 		return nil, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("LRP %q was removed", w.in.ProcessGUID), string(model.ErrResourceNotFound), nil)
 	}
-	w.run = adv.Run
+	w.run, w.instances = adv.Run, adv.Instances
 	if len(adv.ToStop) > 0 {
 		// The retirement is committed; the cells are told while the run goes on to the next
 		// index (a failed request is logged, and the cells stop retiring instances on their

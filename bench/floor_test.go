@@ -67,13 +67,13 @@ func floorWorkflow(ctx workflow.Context, in floorInput) error {
 			}
 			return nil
 		}
-		if err := local(4); err != nil { // load, record, load, open the run
+		if err := local(3); err != nil { // load, record, open the run
 			return err
 		}
 		if err := workflow.ExecuteActivity(actx, acts.Run, id, in.Steps).Get(ctx, nil); err != nil {
 			return err
 		}
-		return local(5) // record, load, record, prune, finish
+		return local(3) // record, prune, finish
 	}
 	for range in.Steps {
 		for _, step := range []func() error{

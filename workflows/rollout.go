@@ -203,9 +203,16 @@ type rollout struct {
 	stopErr error
 
 	instances int32
-	inFlight  []*step // in start order, for deterministic iteration
-	done      workflow.Channel
-	steps     int // index steps finished in this run
+	// counted says instances is fresh for an index run: read by a load since the last run
+	// started, or reported by the run that just ended. A run reads the count itself at every
+	// index, so it needs no load of its own before it then (a step loads before each index).
+	counted bool
+	// ranToEnd says the last index run walked to the LRP's last index and wrote its progress
+	// there: the walk's end records it again, so the step that ended it need not.
+	ranToEnd bool
+	inFlight []*step // in start order, for deterministic iteration
+	done     workflow.Channel
+	steps    int // index steps finished in this run
 	// resumeAt is the forward index a refused rollback signal resumes at (-1: none). It is
 	// 0 in a run that was handed the rollback by the run before: refused, it restarts the
 	// forward walk at index 0, which only looks again at the indices already done.

@@ -30,6 +30,7 @@ func (r *rollout) inRuns() bool {
 // startRun starts an index run from index i.
 func (r *rollout) startRun(i int32) {
 	s := &step{index: i, def: r.in.ToDefinitionID, run: true, rolloutID: r.in.RolloutID}
+	r.counted, r.ranToEnd = false, false
 	sctx, cancel := workflow.WithCancel(r.ctx)
 	s.cancel = cancel
 	r.inFlight = append(r.inFlight, s)
@@ -141,6 +142,11 @@ func (r *rollout) runDone(res stepResult) {
 		// one a signal stopped it before (which a pause even caught before it was desired).
 		if current && s.rolloutID == r.in.RolloutID && !r.phase.back() {
 			r.walked.NextIndex = run.Next
+			if res.out == outUpdated && run.Instances > 0 {
+				// The count the run last read: where it ended, unless it stopped early.
+				r.instances, r.counted = run.Instances, true
+				r.ranToEnd = run.Next >= run.Instances
+			}
 		}
 	}
 	if res.out == outGone || res.out == outError {

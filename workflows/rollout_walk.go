@@ -91,6 +91,7 @@ func (r *rollout) load() (activities.LoadRolloutOutput, error) {
 	err := r.local(r.ctx, activities.LoadRolloutInput{RolloutID: r.in.RolloutID, ProcessGUID: r.in.ProcessGUID}, acts.LoadRollout, &out)
 	if err == nil && out.Exists {
 		r.instances = out.Instances
+		r.counted = true
 		if !r.phase.back() && out.HealthyDefinitionID == r.in.ToDefinitionID {
 			r.walked.Healthy = true
 		}
@@ -160,7 +161,7 @@ func (r *rollout) walk() stopCause {
 		}
 		r.pauseRuns()
 		// Once the walk is ending, the main loop records progress for the next one.
-		if changed && r.stop == stopNone {
+		if changed && r.stop == stopNone && !r.ranToEnd {
 			if err := r.report(); err != nil {
 				r.abort(err)
 			}
@@ -171,12 +172,14 @@ func (r *rollout) walk() stopCause {
 // nextIndex picks the next index of the phase, re-reading the instance count first: a
 // forward walk goes up from NextIndex; a walk back goes down the replaced indices.
 func (r *rollout) nextIndex() (int32, bool, error) {
-	load, err := r.load()
-	if err != nil {
-		return 0, false, err
-	}
-	if !load.Exists {
-		return 0, false, temporal.NewNonRetryableApplicationError("the LRP was removed", string(model.ErrResourceNotFound), nil)
+	if !r.inRuns() || !r.counted {
+		load, err := r.load()
+		if err != nil {
+			return 0, false, err
+		}
+		if !load.Exists {
+			return 0, false, temporal.NewNonRetryableApplicationError("the LRP was removed", string(model.ErrResourceNotFound), nil)
+		}
 	}
 	if !r.phase.back() {
 		if r.walked.NextIndex >= r.instances {
