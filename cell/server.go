@@ -145,9 +145,20 @@ func (a *Agent) stopAfterDrain(guid string, retiring bool) {
 	go func() {
 		if drain > 0 {
 			time.Sleep(drain)
-			if retiring && a.retirementWithdrawn(c) {
-				a.log.Info("not stopping an instance whose retirement was withdrawn", zap.String("instance_guid", guid))
-				return
+			if retiring {
+				withdrawn, unanswered := a.retirementWithdrawn(c)
+				if withdrawn {
+					a.log.Info("not stopping an instance whose retirement was withdrawn", zap.String("instance_guid", guid))
+					return
+				}
+				if unanswered {
+					// The BBS could not answer during the drain (its database restarting): the
+					// routers, which learn of the retirement from the same store, may not have
+					// either. They get a drain of their own from when it answers again (the
+					// chaos matrix's PostgreSQL restart saw requests routed to an instance
+					// stopped right after the restart).
+					time.Sleep(drain)
+				}
 			}
 		}
 		if err := a.exec.Stop(guid); err != nil {
@@ -178,22 +189,24 @@ func wireContainer(c executor.Container) cellapi.Container {
 }
 
 // retirementWithdrawn reports whether the BBS's instance that container c holds is no longer
-// retiring. A BBS that cannot answer (its database restarting, the replica asked dying) is
-// asked again for up to withdrawnPatience: stopping on a failed read stopped instances whose
-// retirement had been withdrawn, and their indices stood empty until convergence (found by
-// the soak). Past that, the stop it asked for goes ahead.
-func (a *Agent) retirementWithdrawn(c executor.Container) bool {
+// retiring, and whether the BBS failed to answer at first. A BBS that cannot answer (its
+// database restarting, the replica asked dying) is asked again for up to withdrawnPatience:
+// stopping on a failed read stopped instances whose retirement had been withdrawn, and
+// their indices stood empty until convergence (found by the soak). Past that, the stop it
+// asked for goes ahead.
+func (a *Agent) retirementWithdrawn(c executor.Container) (withdrawn, unanswered bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), withdrawnPatience)
 	defer cancel()
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		lrp, err := a.readSlot(ctx, c.Key)
 		if err == nil {
-			return lrp != nil && lrp.InstanceGUID == c.Guid && lrp.CellID == a.cfg.ID && !lrp.Retiring
+			return lrp != nil && lrp.InstanceGUID == c.Guid && lrp.CellID == a.cfg.ID && !lrp.Retiring, unanswered
 		}
+		unanswered = true
 		select {
 		case <-ctx.Done():
 			a.log.Warn("cannot tell whether a retirement was withdrawn; stopping", zap.String("instance_guid", c.Guid), zap.Error(err))
-			return false
+			return false, true
 		case <-time.After(wait):
 		}
 	}

@@ -32,10 +32,19 @@ func TestARetirementWithdrawnIsSeenThroughAnUnavailableBBS(t *testing.T) {
 	bbs := &unreadableBBS{failures: 3, lrp: model.ActualLRP{ActualLRPKey: key, Presence: model.PresenceOrdinary,
 		ActualLRPInstanceKey: model.ActualLRPInstanceKey{InstanceGUID: "g1", CellID: "cell-1"}, State: model.StateRunning}}
 	a := New(Config{ID: "cell-1"}, bbs, nil, zap.NewNop())
-	if !a.retirementWithdrawn(executor.Container{Guid: "g1", Key: key}) {
+	withdrawn, unanswered := a.retirementWithdrawn(executor.Container{Guid: "g1", Key: key})
+	if !withdrawn {
 		t.Fatal("the withdrawn retirement was not seen")
+	}
+	if !unanswered {
+		t.Error("the unanswered reads were not reported: the routers would get no drain after the outage")
 	}
 	if bbs.reads != 4 {
 		t.Errorf("%d reads, want 4 (3 unanswered)", bbs.reads)
+	}
+	// Answered at once, no second drain.
+	bbs.reads, bbs.failures = 0, 0
+	if _, unanswered := a.retirementWithdrawn(executor.Container{Guid: "g1", Key: key}); unanswered {
+		t.Error("a read answered at once was reported unanswered")
 	}
 }
