@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS actual_lrps_not_ordinary;
