@@ -1,1 +1,0 @@
-DROP INDEX IF EXISTS actual_lrps_not_ordinary;
