@@ -40,14 +40,6 @@ type actualRow struct {
 	NotReady       bool   `db:"not_ready"`
 }
 
-// fields are r's fields in actualColumns' order, for rows.Scan.
-func (r *actualRow) fields() []any {
-	return []any{&r.ProcessGUID, &r.DefinitionID, &r.Index, &r.Presence, &r.Domain, &r.State,
-		&r.InstanceGUID, &r.CellID, &r.Address, &r.Ports, &r.InstanceAddress, &r.PlacementError, &r.Since,
-		&r.CrashCount, &r.CrashReason, &r.ModificationEpoch, &r.ModificationIndex, &r.Retiring,
-		&r.AvailabilityZone, &r.PreferredAddress, &r.InternalRoutes, &r.MetricTags, &r.NotReady}
-}
-
 const actualColumns = `process_guid, definition_id, instance_index, presence, domain, state,
     instance_guid, cell_id, address, ports, instance_address, placement_error, since,
     crash_count, crash_reason, modification_epoch, modification_index, retiring,
@@ -278,7 +270,7 @@ const listBatchSize = 256
 // readBatches fills the batches from free with rows' instances and hands them to full, until
 // the rows end or ctx is done.
 func readBatches(ctx context.Context, rows *sql.Rows, free <-chan *listBatch, full chan<- *listBatch) error {
-	var r actualRow
+	var r listRow
 	fields := r.fields()
 	for {
 		var b *listBatch
@@ -289,7 +281,6 @@ func readBatches(ctx context.Context, rows *sql.Rows, free <-chan *listBatch, fu
 		}
 		b.items = b.items[:0]
 		for len(b.items) < listBatchSize && rows.Next() {
-			r.Ports, r.InternalRoutes, r.MetricTags = r.Ports[:0], r.InternalRoutes[:0], r.MetricTags[:0]
 			if err := rows.Scan(fields...); err != nil {
 				return mapError(err)
 			}
@@ -306,6 +297,31 @@ func readBatches(ctx context.Context, rows *sql.Rows, free <-chan *listBatch, fu
 			return mapError(rows.Err())
 		}
 	}
+}
+
+// listRow is an actualRow as the list scans it, in the types database/sql converts to
+// without work: lib/pq gives integers as int64, which database/sql turned into an int32 or
+// uint32 by formatting and parsing them again (an allocation each); and the JSON columns,
+// which model() only reads, are copied into buffers reused from row to row instead of new
+// slices.
+type listRow struct {
+	actualRow
+	index, crashCount, modificationIndex int64
+	ports, internalRoutes, metricTags    sql.RawBytes
+}
+
+// fields are the row's fields in actualColumns' order, for rows.Scan.
+func (r *listRow) fields() []any {
+	return []any{&r.ProcessGUID, &r.DefinitionID, &r.index, &r.Presence, &r.Domain, &r.State,
+		&r.InstanceGUID, &r.CellID, &r.Address, &r.ports, &r.InstanceAddress, &r.PlacementError, &r.Since,
+		&r.crashCount, &r.CrashReason, &r.ModificationEpoch, &r.modificationIndex, &r.Retiring,
+		&r.AvailabilityZone, &r.PreferredAddress, &r.internalRoutes, &r.metricTags, &r.NotReady}
+}
+
+func (r *listRow) model() (model.ActualLRP, error) {
+	r.Index, r.CrashCount, r.ModificationIndex = int32(r.index), int32(r.crashCount), uint32(r.modificationIndex)
+	r.Ports, r.InternalRoutes, r.MetricTags = r.ports, r.internalRoutes, r.metricTags
+	return r.actualRow.model()
 }
 
 // ActualLRPGroupByProcessGUIDAndIndex returns the group at an index of the LRP's active
