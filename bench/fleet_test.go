@@ -127,8 +127,8 @@ func samples(b *testing.B, f func()) {
 // seedRunningFleet writes a converged fleet straight into the store in one transaction: a
 // fresh domain "bench", lrps LRPs of perLRP instances (definition "v1", healthy), every
 // instance RUNNING on one of cells fresh cells in 3 zones with the columns a started
-// instance has; then the tables are vacuumed and analyzed, as a running system's
-// autovacuum leaves them.
+// instance has, and a full event log; then the tables are vacuumed and analyzed, as a
+// running system's autovacuum leaves them.
 func seedRunningFleet(b *testing.B, store *db.Store, lrps, perLRP, cells int) {
 	b.Helper()
 	ctx := b.Context()
@@ -159,6 +159,14 @@ SELECT 'scale-' || lpad((i / $2::integer)::text, 5, '0'), 'v1', i % $2, 'bench',
     '10.255.' || (i % 250) || '.' || (i % 200), 1700000000000000000 + i, gen_random_uuid()::text, 2,
     'z' || (i % $3 % 3)
 FROM generate_series(0, $1::integer * $2::integer - 1) AS i`, []any{lrps, perLRP, cells}},
+		// A log at the size each pass prunes it to (DefaultEventsKept), all within the
+		// retention: what a pass with nothing to do reads of it.
+		{`INSERT INTO events (name, data)
+SELECT 'actual_lrp_instance_changed', json_build_object('before', json_build_object('process_guid',
+    'scale-' || lpad((e % $1)::text, 5, '0'), 'index', e % 10, 'state', 'CLAIMED'),
+    'after', json_build_object('process_guid', 'scale-' || lpad((e % $1)::text, 5, '0'), 'index', e % 10,
+    'state', 'RUNNING', 'instance_guid', gen_random_uuid()))
+FROM generate_series(1, $2) AS e`, []any{lrps, db.DefaultEventsKept}},
 	} {
 		if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
 			b.Fatalf("%v\n%s", err, q.sql)
@@ -167,7 +175,7 @@ FROM generate_series(0, $1::integer * $2::integer - 1) AS i`, []any{lrps, perLRP
 	if err := tx.Commit(); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := store.DB().ExecContext(ctx, `VACUUM (ANALYZE) actual_lrps, desired_lrps, lrp_definitions, cells`); err != nil {
+	if _, err := store.DB().ExecContext(ctx, `VACUUM (ANALYZE) actual_lrps, desired_lrps, lrp_definitions, cells, events`); err != nil {
 		b.Fatal(err)
 	}
 }
