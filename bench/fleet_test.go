@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,7 +27,8 @@ import (
 //   - list/json and list/protocol: actual_lrps/list of the whole fleet from the real
 //     handlers over HTTP, timed to the last byte (target < 1 s).
 //
-// Each sample is logged and the median reported (median-s), as the machine is shared:
+// Each sample is logged and the medians of the wall-clock time (median-s) and of the
+// process's CPU time (cpu-s; PostgreSQL's is not in it) reported, as the machine is shared:
 // go test ./bench -run '^$' -bench Fleet -benchtime 5x -v. BENCH_FLEET_EXPLAIN=1 has the
 // server log every statement the store runs after the seeding with its plan, timings and
 // buffers (auto_explain; the throwaway cluster's log is /tmp/bbs-test-pg-*/data.log), and
@@ -110,18 +112,30 @@ func openStore(b *testing.B, url string) *db.Store {
 	return store
 }
 
-// samples runs f b.N times, logs each duration and reports their median.
+// samples runs f b.N times, logs each duration and reports their median, and the median of
+// this process's CPU time (user and system) for each: on a shared machine the wall-clock
+// time varies with the others' load, the CPU time much less.
 func samples(b *testing.B, f func()) {
 	b.Helper()
-	var took []time.Duration
+	var took, cpu []time.Duration
 	for b.Loop() {
-		start := time.Now()
+		start, cpu0 := time.Now(), processCPU(b)
 		f()
-		took = append(took, time.Since(start))
+		took, cpu = append(took, time.Since(start)), append(cpu, processCPU(b)-cpu0)
 	}
 	slices.Sort(took)
-	b.Logf("%d samples: %v", len(took), took)
+	slices.Sort(cpu)
+	b.Logf("%d samples: %v (CPU %v)", len(took), took, cpu)
 	b.ReportMetric(took[len(took)/2].Seconds(), "median-s")
+	b.ReportMetric(cpu[len(cpu)/2].Seconds(), "cpu-s")
+}
+
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // seedRunningFleet writes a converged fleet straight into the store in one transaction: a
