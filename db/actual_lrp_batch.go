@@ -222,7 +222,7 @@ func writeInstances(ctx context.Context, tx *sqlx.Tx, lrps []model.ActualLRP) ([
 	}
 	var rows []actualRow
 	err := tx.SelectContext(ctx, &rows, `UPDATE actual_lrps SET
-    state = u.u_state, instance_guid = u.u_ig, cell_id = u.u_cell, address = u.u_addr, ports = u.u_ports::jsonb,
+    state = u.u_state, instance_guid = u.u_ig, cell_id = u.u_cell, address = u.u_addr, ports = u.u_ports::json,
     instance_address = u.u_iaddr, placement_error = u.u_perr, since = u.u_since, crash_count = u.u_crashes,
     crash_reason = u.u_reason, preferred_address = u.u_pref, availability_zone = `+cellZone("u.u_cell")+`,
     not_ready = (u.u_state = 'RUNNING' AND u.u_not_ready),

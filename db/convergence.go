@@ -95,19 +95,23 @@ func (s *Store) Converge(ctx context.Context, opts ConvergeOptions) (*ConvergeRe
 		opts.EventsKept = DefaultEventsKept
 	}
 	res := &ConvergeResult{}
-	// One scan finds the LRPs with duplicated indices and those with missing ones, for the
-	// steps that handle them under the LRPs' locks. reapMissingCells, between the two, leaves
-	// every index held: it makes an instance a suspect only beside its replacement.
-	var found indexCandidates
+	// One scan finds the LRPs with extra instances, those with duplicated indices and those
+	// with missing ones, for the steps that handle them (the last two under the LRPs'
+	// locks). Neither removeExtras (undesired and retiring instances) nor removeDuplicates
+	// changes what the others look at; reapMissingCells leaves every index held: it makes an
+	// instance a suspect only beside its replacement.
+	var found candidates
 	// Suspects go first: a suspect whose replacement runs must be gone before that
 	// replacement can itself become suspect at the same key.
 	steps := []func(context.Context, *ConvergeResult) error{
 		s.removeResolvedSuspects,
-		s.removeExtras,
 		func(ctx context.Context, r *ConvergeResult) (err error) {
-			if found, err = s.findIndexCandidates(ctx); err != nil {
+			if found, err = s.findCandidates(ctx); err != nil {
 				return err
 			}
+			return s.removeExtras(ctx, r, found.extra)
+		},
+		func(ctx context.Context, r *ConvergeResult) error {
 			return s.removeDuplicates(ctx, r, found.duplicated)
 		},
 		s.reapMissingCells,
@@ -180,19 +184,26 @@ RETURNING `+actualColumns)
 // are returned for their cells to stop, and go when the cells report. Records that no cell
 // will ever report on — SUSPECT ones and those on vanished cells — are deleted and returned
 // too, in case the cell comes back. EVACUATING instances belong to the evacuation protocol.
-func (s *Store) removeExtras(ctx context.Context, res *ConvergeResult) error {
+//
+// guids are the LRPs findCandidates found with instances at undesired indices (or of no
+// LRP): the common pass has none, and only theirs are read.
+func (s *Store) removeExtras(ctx context.Context, res *ConvergeResult, guids []string) error {
 	return s.inTx(ctx, func(tx *sqlx.Tx) error {
-		extra := `a.presence IN ('ORDINARY', 'SUSPECT') AND NOT ` + desired + ` AND ` + domainFresh
-		removed, err := selectActual(ctx, tx, `DELETE FROM actual_lrps a WHERE `+extra+`
+		var removed, running []model.ActualLRP
+		if len(guids) > 0 {
+			extra := `a.process_guid = ANY($1) AND a.presence IN ('ORDINARY', 'SUSPECT') AND NOT ` + desired + ` AND ` + domainFresh
+			var err error
+			removed, err = selectActual(ctx, tx, `DELETE FROM actual_lrps a WHERE `+extra+`
   AND (a.state IN ('UNCLAIMED', 'CRASHED') OR a.presence = 'SUSPECT' OR NOT `+cellFresh+`)
-RETURNING `+actualColumns)
-		if err != nil {
-			return err
-		}
-		running, err := selectActual(ctx, tx, `SELECT `+actualColumns+` FROM actual_lrps a WHERE `+extra+`
-ORDER BY a.process_guid, a.instance_index, a.definition_id`)
-		if err != nil {
-			return err
+RETURNING `+actualColumns, pq.StringArray(guids))
+			if err != nil {
+				return err
+			}
+			running, err = selectActual(ctx, tx, `SELECT `+actualColumns+` FROM actual_lrps a WHERE `+extra+`
+ORDER BY a.process_guid, a.instance_index, a.definition_id`, pq.StringArray(guids))
+			if err != nil {
+				return err
+			}
 		}
 		// Instances a rollout retired are explicit stops, not convergence's own judgement,
 		// so no freshness gate: their records go once their cells report (or, on a vanished
@@ -296,7 +307,7 @@ RETURNING `+actualColumns, pq.StringArray(guids), pq.StringArray(defs), pq.Int32
 // (which changes the healthy definition) could both commit in between, and the index would
 // get the scale-up's instance of the new definition and this one of the old: a duplicate.
 //
-// guids are the LRPs findIndexCandidates found with a missing index: the common pass has
+// guids are the LRPs findCandidates found with a missing index: the common pass has
 // none, and only those are locked.
 func (s *Store) createMissingIndices(ctx context.Context, res *ConvergeResult, guids []string) error {
 	if len(guids) == 0 {

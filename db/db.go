@@ -3,12 +3,14 @@
 package db
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
+	"net"
 	neturl "net/url"
 	"strings"
 	"sync"
@@ -244,7 +246,7 @@ func connector(dsn string, jit JITMode) (driver.Connector, error) {
 		case JITStartup:
 			cfg.Runtime["jit"] = "off"
 		case JITSession:
-			c, err := pq.NewConnectorConfig(cfg)
+			c, err := newConnector(cfg)
 			if err != nil {
 				return nil, err
 			}
@@ -254,8 +256,53 @@ func connector(dsn string, jit JITMode) (driver.Connector, error) {
 			return nil, fmt.Errorf("unknown JIT mode %q", jit)
 		}
 	}
-	return pq.NewConnectorConfig(cfg)
+	return newConnector(cfg)
 }
+
+// newConnector is lib/pq's connector for cfg, dialing with bufferedDialer.
+func newConnector(cfg pq.Config) (*pq.Connector, error) {
+	c, err := pq.NewConnectorConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.Dialer(bufferedDialer{})
+	return c, nil
+}
+
+// readBuffer is how much of what PostgreSQL sends a connection reads at once.
+const readBuffer = 64 << 10
+
+// bufferedDialer dials as lib/pq's own dialer does (a plain net.Dialer), and has the
+// connection read through a buffer of readBuffer bytes. lib/pq reads through one of 4 KiB:
+// a list of the fleet (75 MB from PostgreSQL at 250,000 instances) took 18,000 read system
+// calls, a seventh of the list's reading time in Go. TLS, when negotiated, runs above it.
+type bufferedDialer struct{ d net.Dialer }
+
+func (b bufferedDialer) Dial(network, address string) (net.Conn, error) {
+	return b.DialContext(context.Background(), network, address)
+}
+
+func (b bufferedDialer) DialTimeout(network, address string, timeout time.Duration) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return b.DialContext(ctx, network, address)
+}
+
+func (b bufferedDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	c, err := b.d.DialContext(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	return &bufferedConn{Conn: c, r: bufio.NewReaderSize(c, readBuffer)}, nil
+}
+
+// bufferedConn is a connection read through r.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // parameterIn returns the value dsn (parsed as cfg) gives the run-time parameter name, or
 // nil when it gives none. A URL's empty value counts: lib/pq drops it from cfg.

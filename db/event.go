@@ -127,13 +127,19 @@ func (s *Store) PruneEvents(ctx context.Context, retention time.Duration, keep i
 	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
 		// The cut is the newest event to go: the newest beyond keep, or the newest older
 		// than retention, whichever is newer, but no further than pruneBatch from the oldest.
+		// Each OFFSET walks that many ids of the key, so both are skipped when they cannot
+		// matter — the common pass, with a log within its bounds: ids being unique, a log
+		// whose newest and oldest ids are less than keep apart holds no more than keep
+		// events, and the cap (a subquery in the CASE, run only when reached) is needed only
+		// when something goes.
 		var cut int64
-		if err := tx.GetContext(ctx, &cut, `SELECT CASE WHEN want IS NULL THEN 0 ELSE least(want, cap) END FROM (SELECT
-    greatest(
-        (SELECT id FROM events ORDER BY id DESC OFFSET $1 LIMIT 1),
+		if err := tx.GetContext(ctx, &cut, `SELECT CASE WHEN want IS NULL THEN 0
+    ELSE least(want, (SELECT id FROM events ORDER BY id OFFSET $3 LIMIT 1)) END
+FROM (SELECT greatest(
+        CASE WHEN (SELECT max(id) - min(id) FROM events) >= $1
+            THEN (SELECT id FROM events ORDER BY id DESC OFFSET $1 LIMIT 1) END,
         (SELECT id FROM events WHERE created_at < now() - make_interval(secs => $2)
-         ORDER BY created_at DESC, id DESC LIMIT 1)) AS want,
-    (SELECT id FROM events ORDER BY id OFFSET $3 LIMIT 1) AS cap) c`, keep, retention.Seconds(), pruneBatch-1); err != nil {
+         ORDER BY created_at DESC, id DESC LIMIT 1)) AS want) c`, keep, retention.Seconds(), pruneBatch-1); err != nil {
 			return err
 		}
 		if cut == 0 {

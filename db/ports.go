@@ -7,9 +7,11 @@ import (
 	"github.com/updatable-lrps/bbs/model"
 )
 
-// decodePorts reads the ports column. PostgreSQL writes jsonb in one canonical layout, so
-// the usual value, `[{"host_port": 61001, "container_port": 8080}]`, is read by hand (a list
-// of the fleet decodes 250,000 of them); anything else goes through encoding/json.
+// decodePorts reads the ports column. It holds what the store wrote with encoding/json,
+// `[{"container_port":8080,"host_port":61001}]`, kept as written since migration 0013 made
+// it json (jsonb's canonical layout, `[{"host_port": 61001, "container_port": 8080}]`, before):
+// either is read by hand (a list of the fleet decodes 250,000 of them); anything else goes
+// through encoding/json.
 func decodePorts(b []byte) ([]model.PortMapping, error) {
 	if len(b) == 0 || string(b) == "[]" {
 		return nil, nil

@@ -9,7 +9,8 @@ import (
 )
 
 // TestDecodePortsIsEncodingJSON: the hand-written reader agrees with encoding/json on every
-// input, and takes the fast path on PostgreSQL's canonical jsonb layout.
+// input, and takes the fast path on the layouts the column holds: encoding/json's, as the
+// store writes it, and jsonb's canonical one (the column's type before migration 0013).
 func TestDecodePortsIsEncodingJSON(t *testing.T) {
 	fast := []string{
 		`[{"host_port": 61001, "container_port": 8080}]`,
