@@ -31,18 +31,7 @@ func TestChaos(t *testing.T) {
 		dir = t.TempDir()
 	}
 	ctx := context.Background()
-	c, err := chaos.Start(ctx, chaos.Config{BBS: bbsBin, TemporalServer: temporalServerBin(t), Dir: dir, Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop the cluster: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("bbs cluster's output:\n%s", c.Output())
-		}
-	}()
+	c := startChaosCluster(t, chaos.Config{Dir: dir})
 	m, err := chaos.NewMatrix(ctx, c, demoBin)
 	if err != nil {
 		t.Fatal(err)
@@ -63,4 +52,27 @@ func TestChaos(t *testing.T) {
 			t.Errorf("%s: %s", o.Faults, strings.Join(o.Problems, "; "))
 		}
 	}
+}
+
+// startChaosCluster starts `bbs cluster` (package chaos) with cfg, the test's binaries filled
+// in, and stops it when the test ends, showing its output if the test failed.
+func startChaosCluster(t *testing.T, cfg chaos.Config) *chaos.Cluster {
+	t.Helper()
+	cfg.BBS, cfg.TemporalServer, cfg.Logf = bbsBin, temporalServerBin(t), t.Logf
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	c, err := chaos.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stop the cluster: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("bbs cluster's output:\n%s", c.Output())
+		}
+	})
+	return c
 }

@@ -16,19 +16,7 @@ import (
 // LRP is at rest, no rollout is stuck and no cell holds a container nobody accounts for.
 func TestSoak(t *testing.T) {
 	ctx := context.Background()
-	c, err := chaos.Start(ctx, chaos.Config{BBS: bbsBin, TemporalServer: temporalServerBin(t), Dir: t.TempDir(),
-		CellExecutor: "sim", Cells: 4, Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop the cluster: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("bbs cluster's output:\n%s", c.Output())
-		}
-	}()
+	c := startChaosCluster(t, chaos.Config{CellExecutor: "sim", Cells: 4})
 	var progress strings.Builder
 	r := chaos.Soak(ctx, c, chaos.SoakConfig{Duration: 20 * time.Second, LRPs: 30, FaultEvery: 6 * time.Second, Progress: &progress})
 	var report strings.Builder
