@@ -48,8 +48,6 @@ type WalkRunOutput struct {
 	// Next is the first index the run did not decide: the LRP's count when it walked to the
 	// end, less when MaxSteps ended it.
 	Next int32 `json:"next"`
-	// Healthy says an instance of the definition has run.
-	Healthy bool `json:"healthy,omitempty"`
 	// Instances is the LRP's count as the run last read it.
 	Instances int32 `json:"instances,omitempty"`
 }
@@ -141,7 +139,7 @@ type runWalk struct {
 }
 
 func (w *runWalk) output() WalkRunOutput {
-	return WalkRunOutput{Updated: w.run.Updated, GivenUp: w.run.GivenUp, Next: w.next, Healthy: w.healthy, Instances: w.instances}
+	return WalkRunOutput{Updated: w.run.Updated, GivenUp: w.run.GivenUp, Next: w.next, Instances: w.instances}
 }
 
 func (w *runWalk) steps() int { return len(w.run.Updated) + len(w.run.GivenUp) }

@@ -85,7 +85,6 @@ func (r *rollout) stopRun(ctx workflow.Context, s *step) stepResult {
 	if decided := slices.Concat(st.Updated, st.GivenUp); len(decided) > 0 {
 		run.Next = slices.Max(decided) + 1
 	}
-	run.Healthy = r.walked.Healthy || len(st.Updated) > 0
 	if st.Index < 0 {
 		return stepResult{out: outInterrupted, run: run}
 	}
@@ -97,7 +96,7 @@ func (r *rollout) stopRun(ctx workflow.Context, s *step) stepResult {
 	}
 	// Paused: the index in flight finishes its step, which a later signal may interrupt.
 	var deadline time.Duration
-	if run.Healthy {
+	if r.walked.Healthy || len(st.Updated) > 0 {
 		deadline = r.in.IndexDeadline
 	}
 	tctx, cancel := workflow.WithCancel(ctx)
@@ -106,7 +105,6 @@ func (r *rollout) stopRun(ctx workflow.Context, s *step) stepResult {
 	switch tail.out {
 	case outUpdated:
 		run.Updated = insert(run.Updated, st.Index)
-		run.Healthy = true
 	case outGivenUp:
 		run.GivenUp = insert(run.GivenUp, st.Index)
 	case outInterrupted:
