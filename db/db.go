@@ -36,6 +36,8 @@ type Store struct {
 	now           func() time.Time
 	restartPolicy model.RestartPolicy
 	jit           JITMode
+	unprepared    bool // WithStatementCache(false)
+	cacheSize     int  // statements per connection; 0: statementCacheSize
 
 	// claims and starts group the cells' batch reports into shared transactions.
 	claims, starts reportGroup
@@ -94,6 +96,24 @@ func WithJIT(m JITMode) Option {
 	return func(s *Store) { s.jit = m }
 }
 
+// WithStatementCache says whether each connection prepares the store's queries once and
+// reuses them (preparingConnector); without it, they do. Off for a pooler in transaction mode
+// that does not carry named statements between server connections.
+func WithStatementCache(on bool) Option {
+	return func(s *Store) { s.unprepared = !on }
+}
+
+// ParseStatementCache reads BBS_DB_STATEMENT_CACHE: on (or empty) or off.
+func ParseStatementCache(v string) (bool, error) {
+	switch v {
+	case "", "on":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q: on or off", v)
+}
+
 // Open connects to the database at url (a postgres:// URL or PostgreSQL's key=value form)
 // and checks that it answers.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
@@ -104,6 +124,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	connector, err := connector(url, s.jit)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if !s.unprepared {
+		connector = preparingConnector{Connector: connector, size: s.cacheSize}
 	}
 	d := sqlx.NewDb(sql.OpenDB(connector), "postgres")
 	d.SetMaxOpenConns(32)

@@ -9,3 +9,6 @@ func (s *Store) ClaimsWaiting() int {
 	defer s.claims.mu.Unlock()
 	return len(s.claims.queue)
 }
+
+// WithStatementCacheSize bounds each connection's prepared statements (tests of eviction).
+func WithStatementCacheSize(n int) Option { return func(s *Store) { s.cacheSize = n } }

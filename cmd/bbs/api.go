@@ -100,16 +100,21 @@ func startAPI(ctx context.Context, store *db.Store, addr, protocolAddr string, t
 
 // openStore connects to the database, retrying for a while: in a stack started all at once,
 // PostgreSQL may come up after us.
-// BBS_DB_JIT says how the sessions turn JIT off (db.JITMode).
+// BBS_DB_JIT says how the sessions turn JIT off (db.JITMode); BBS_DB_STATEMENT_CACHE=off
+// leaves the store's queries unprepared (for a pooler in transaction mode).
 func openStore(ctx context.Context, url string, log *zap.Logger) (*db.Store, error) {
 	jit, err := db.ParseJITMode(os.Getenv("BBS_DB_JIT"))
 	if err != nil {
 		return nil, fmt.Errorf("BBS_DB_JIT: %w", err)
 	}
+	prepare, err := db.ParseStatementCache(os.Getenv("BBS_DB_STATEMENT_CACHE"))
+	if err != nil {
+		return nil, fmt.Errorf("BBS_DB_STATEMENT_CACHE: %w", err)
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		attemptCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		store, err := db.Open(attemptCtx, url, db.WithLogger(log), db.WithJIT(jit))
+		store, err := db.Open(attemptCtx, url, db.WithLogger(log), db.WithJIT(jit), db.WithStatementCache(prepare))
 		cancel()
 		if err == nil {
 			return store, nil

@@ -97,10 +97,10 @@ func commands() map[string]func(ctx context.Context, args []string) error {
 // -h`); a test checks that the two together cover every variable cmd/bbs reads, and that
 // docker-compose.yml sets no other on a command.
 var envWithoutFlag = map[string][]string{
-	"api":       {"DATABASE_URL", "DATABASE_URL_FILE", "BBS_DB_JIT"},
-	"worker":    {"DATABASE_URL", "DATABASE_URL_FILE", "BBS_DB_JIT"},
-	"migrate":   {"DATABASE_URL", "DATABASE_URL_FILE", "BBS_DB_JIT"},
-	"dev":       {"DATABASE_URL", "DATABASE_URL_FILE", "BBS_DB_JIT"},
+	"api":       {"DATABASE_URL", "DATABASE_URL_FILE", "BBS_DB_JIT", "BBS_DB_STATEMENT_CACHE"},
+	"worker":    {"DATABASE_URL", "DATABASE_URL_FILE", "BBS_DB_JIT", "BBS_DB_STATEMENT_CACHE"},
+	"migrate":   {"DATABASE_URL", "DATABASE_URL_FILE", "BBS_DB_JIT", "BBS_DB_STATEMENT_CACHE"},
+	"dev":       {"DATABASE_URL", "DATABASE_URL_FILE", "BBS_DB_JIT", "BBS_DB_STATEMENT_CACHE"},
 	"ssh-proxy": {"BBS_SSH_PROXY_PASSWORD", "BBS_SSH_PROXY_PASSWORD_FILE", "BBS_SSH_PROXY_HOST_KEY", "BBS_SSH_PROXY_HOST_KEY_FILE"},
 	"sshd":      {"SSHD_HOST_KEY", "SSHD_HOST_KEY_FILE", "SSHD_AUTHORIZED_KEY", "SSHD_AUTHORIZED_KEY_FILE", "CF_INSTANCE_IP", "CF_INSTANCE_PORTS"},
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -119,7 +120,12 @@ func New(t testing.TB, opts Options) *Cluster {
 	t.Helper()
 	log := zap.NewNop()
 	dbURL := dbtest.NewURL(t)
-	store, err := db.Open(context.Background(), dbURL)
+	// BBS_DB_STATEMENT_CACHE as the bbs command reads it, for A/B runs of the benchmarks.
+	prepare, err := db.ParseStatementCache(os.Getenv("BBS_DB_STATEMENT_CACHE"))
+	if err != nil {
+		t.Fatalf("BBS_DB_STATEMENT_CACHE: %v", err)
+	}
+	store, err := db.Open(context.Background(), dbURL, db.WithStatementCache(prepare))
 	if err != nil {
 		t.Fatalf("open the test database: %v", err)
 	}
