@@ -172,34 +172,47 @@ RETURNING `+actualColumns, guid, from); err != nil {
 	if removed, err = actualModels(rows); err != nil {
 		return nil, nil, err
 	}
-	if toStop, err = markRetiring(ctx, tx, `process_guid = $1 AND instance_index >= $2`, guid, from); err != nil {
+	var events eventBatch
+	if toStop, err = markRetiring(ctx, tx, &events, `process_guid = $1 AND instance_index >= $2`, guid, from); err != nil {
 		return nil, nil, err
 	}
-	return removed, toStop, nil
+	return removed, toStop, events.flush(ctx, tx)
 }
 
-// markRetiring marks the instances matching where (with args) retiring, writing a change
-// event for each newly marked one so that routers deregister it before its cell stops it,
-// and returns every matching instance.
-func markRetiring(ctx context.Context, tx *sqlx.Tx, where string, args ...any) ([]model.ActualLRP, error) {
-	var rows []actualRow
-	if err := tx.SelectContext(ctx, &rows, `UPDATE actual_lrps SET retiring = true, modification_index = modification_index + 1
-WHERE `+where+` AND NOT retiring RETURNING `+actualColumns, args...); err != nil {
-		return nil, err
+// markRetiring marks the instances matching where (with args) retiring, adding a change
+// event for each newly marked one to events so that routers deregister it before its cell
+// stops it, and returns every matching instance. One statement: the instances it marks, and
+// those that were retiring already as the statement began. (An instance another transaction
+// retires while this one waits for its lock is in neither: that transaction stops it.
+// Callers that hold the LRP's lock never meet one.)
+func markRetiring(ctx context.Context, tx *sqlx.Tx, events *eventBatch, where string, args ...any) ([]model.ActualLRP, error) {
+	var rows []struct {
+		actualRow
+		Marked bool `db:"marked"`
 	}
-	marked, err := actualModels(rows)
-	if err != nil {
-		return nil, err
-	}
-	if err := appendEvents(ctx, tx, retirementChanged(marked)...); err != nil {
-		return nil, err
-	}
-	rows = nil
-	if err := tx.SelectContext(ctx, &rows, `SELECT `+actualColumns+` FROM actual_lrps WHERE `+where+`
+	if err := tx.SelectContext(ctx, &rows, `WITH marked AS (
+    UPDATE actual_lrps SET retiring = true, modification_index = modification_index + 1
+    WHERE `+where+` AND NOT retiring RETURNING `+actualColumns+`)
+SELECT `+actualColumns+`, true AS marked FROM marked
+UNION ALL
+SELECT `+actualColumns+`, false FROM actual_lrps WHERE `+where+` AND retiring
 ORDER BY instance_index, definition_id, presence`, args...); err != nil {
 		return nil, err
 	}
-	return actualModels(rows)
+	all := make([]model.ActualLRP, len(rows))
+	var marked []model.ActualLRP
+	for i := range rows {
+		a, err := rows[i].model()
+		if err != nil {
+			return nil, err
+		}
+		all[i] = a
+		if rows[i].Marked {
+			marked = append(marked, a)
+		}
+	}
+	events.add(retirementChanged(marked)...)
+	return all, nil
 }
 
 // ActualLRPs lists the instances (of every presence) that match the filter, ordered by
@@ -392,13 +405,14 @@ ORDER BY definition_id FOR UPDATE`, key.ProcessGUID, key.Index, key.DefinitionID
 			}
 		}
 		if chosen.State == model.StateClaimed || chosen.State == model.StateRunning {
-			marked, err := markRetiring(ctx, tx, `process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND presence = 'ORDINARY'`,
+			var events eventBatch
+			marked, err := markRetiring(ctx, tx, &events, `process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND presence = 'ORDINARY'`,
 				chosen.ProcessGUID, chosen.DefinitionID, chosen.Index)
 			if err != nil || len(marked) == 0 {
 				return err
 			}
 			toStop = &marked[0]
-			return nil
+			return events.flush(ctx, tx)
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM actual_lrps
 WHERE process_guid = $1 AND definition_id = $2 AND instance_index = $3 AND presence = 'ORDINARY'`,

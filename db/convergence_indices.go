@@ -175,8 +175,11 @@ RETURNING `+actualColumns, args...)
 			return err
 		}
 		// What was not deleted has a cell (or got one since the ranking): it must stop it.
-		toStop, err = markRetiring(ctx, tx, inDups, args...)
-		return err
+		var events eventBatch
+		if toStop, err = markRetiring(ctx, tx, &events, inDups, args...); err != nil {
+			return err
+		}
+		return events.flush(ctx, tx)
 	})
 	if err != nil {
 		return err

@@ -48,6 +48,21 @@ func instanceEvents(name string, lrps []model.ActualLRP) []pendingEvent {
 	return out
 }
 
+// eventBatch gathers a transaction's events to write them with one statement (flush): each
+// write of events is a round trip and fires the events table's statement triggers (the
+// notifications), the costliest statement of a rollout's index. Helpers that a transaction
+// calls in turn add to the caller's batch, in the order the events happen.
+type eventBatch []pendingEvent
+
+func (b *eventBatch) add(events ...pendingEvent) { *b = append(*b, events...) }
+
+// flush writes the batch's events (appendEvents) and empties it.
+func (b *eventBatch) flush(ctx context.Context, tx *sqlx.Tx) error {
+	err := appendEvents(ctx, tx, (*b)...)
+	*b = nil
+	return err
+}
+
 // appendEvents writes events in the caller's transaction with one statement, so that they
 // become visible, and are notified, exactly when the change commits.
 func appendEvents(ctx context.Context, tx *sqlx.Tx, events ...pendingEvent) error {

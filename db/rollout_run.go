@@ -191,13 +191,16 @@ WHERE id = $1 AND run_fence = $2 AND run_attempt = $3 FOR UPDATE`, h.RolloutID, 
 		}
 		run := row.state()
 		given := indices(row.GivenUpIndices)
+		// The index's retirement, the next desire and the progress write their events
+		// together, at the end.
+		var events eventBatch
 		if a.Done >= 0 {
 			switch a.Outcome {
 			case model.StepUpdated:
-				out.ToStop, err = retireAtTx(ctx, tx, a.ProcessGUID, a.Done, matchOthers, a.DefinitionID)
+				out.ToStop, err = retireAtTx(ctx, tx, &events, a.ProcessGUID, a.Done, matchOthers, a.DefinitionID)
 				run.Updated = insertIndex(run.Updated, a.Done)
 			case model.StepGivenUp, model.StepScaledAway:
-				out.ToStop, err = retireAtTx(ctx, tx, a.ProcessGUID, a.Done, matchInstance, a.DefinitionID)
+				out.ToStop, err = retireAtTx(ctx, tx, &events, a.ProcessGUID, a.Done, matchInstance, a.DefinitionID)
 				if a.Outcome == model.StepGivenUp {
 					run.GivenUp = insertIndex(run.GivenUp, a.Done)
 					given = insertIndex(given, a.Done)
@@ -212,7 +215,7 @@ WHERE id = $1 AND run_fence = $2 AND run_attempt = $3 FOR UPDATE`, h.RolloutID, 
 		run.Index = -1
 		current := a.Done + 1
 		if a.Next >= 0 {
-			if out.Desired, err = s.desireInTx(ctx, tx, a.ProcessGUID, a.DefinitionID, a.Next, l.Instances); err != nil {
+			if out.Desired, err = s.desireInTx(ctx, tx, &events, a.ProcessGUID, a.DefinitionID, a.Next, l.Instances); err != nil {
 				return err
 			}
 			if a.Next < l.Instances {
@@ -241,7 +244,8 @@ WHERE id = $1 RETURNING `+rolloutColumns, h.RolloutID, pq.Int32Array(run.Updated
 		if err != nil {
 			return err
 		}
-		return appendEvents(ctx, tx, event(model.EventRolloutChanged, r.model()))
+		events.add(event(model.EventRolloutChanged, r.model()))
+		return events.flush(ctx, tx)
 	})
 	if err != nil {
 		return nil, err

@@ -57,44 +57,51 @@ func (s *Store) DesireInstance(ctx context.Context, guid, def string, index int3
 		if err != nil {
 			return err
 		}
-		out, err = s.desireInTx(ctx, tx, guid, def, index, l.Instances)
-		return err
+		var events eventBatch
+		if out, err = s.desireInTx(ctx, tx, &events, guid, def, index, l.Instances); err != nil {
+			return err
+		}
+		return events.flush(ctx, tx)
 	})
 	return out, err
 }
 
 // desireInTx is DesireInstance inside a transaction that holds the LRP's lock; instances is
 // the LRP's count.
-func (s *Store) desireInTx(ctx context.Context, tx *sqlx.Tx, guid, def string, index, instances int32) (*model.ActualLRP, error) {
+func (s *Store) desireInTx(ctx context.Context, tx *sqlx.Tx, events *eventBatch, guid, def string, index, instances int32) (*model.ActualLRP, error) {
 	if index >= instances {
 		// Scaled below this index since the walk read the count: nothing to start.
 		return &model.ActualLRP{ActualLRPKey: model.ActualLRPKey{ProcessGUID: guid, DefinitionID: def, Index: index}}, nil
 	}
-	if a, err := instanceInTx(ctx, tx, guid, def, index); err == nil {
-		// Possibly a retiring one (a walk back over an index whose old instance is still
-		// draining): it stays retiring, and the wait treats it as not there yet.
-		return a, nil
-	} else if !model.IsType(err, model.ErrResourceNotFound) {
-		return nil, err
-	}
-	var row actualRow
-	err := tx.GetContext(ctx, &row, `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain,
+	// The insert comes first: the index's instance of def is new but for a walk back or a
+	// repeated step, and one statement is then all it costs.
+	var rows []actualRow
+	err := tx.SelectContext(ctx, &rows, `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain,
     state, since, modification_epoch)
 SELECT l.process_guid, d.definition_id, $3, l.domain, 'UNCLAIMED', $4, gen_random_uuid()::text
 FROM desired_lrps l JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.definition_id = $2 AND d.live
 WHERE l.process_guid = $1
+ON CONFLICT DO NOTHING
 RETURNING `+actualColumns, guid, def, index, s.nowNanos())
-	if err == sql.ErrNoRows {
-		return nil, model.Errorf(model.ErrResourceNotFound, "LRP %q has no live definition %q", guid, def)
-	}
 	if err != nil {
 		return nil, err
 	}
-	out, err := row.model()
+	if len(rows) == 0 {
+		// There is one already (possibly a retiring one: a walk back over an index whose old
+		// instance is still draining; it stays retiring, and the wait treats it as not there
+		// yet), or def is not live.
+		a, err := instanceInTx(ctx, tx, guid, def, index)
+		if model.IsType(err, model.ErrResourceNotFound) {
+			return nil, model.Errorf(model.ErrResourceNotFound, "LRP %q has no live definition %q", guid, def)
+		}
+		return a, err
+	}
+	out, err := rows[0].model()
 	if err != nil {
 		return nil, err
 	}
-	return &out, appendEvents(ctx, tx, event(model.EventActualLRPCreated, out))
+	events.add(event(model.EventActualLRPCreated, out))
+	return &out, nil
 }
 
 // Instance returns the ORDINARY instance of def at index.
@@ -145,8 +152,11 @@ func (s *Store) RetireInstance(ctx context.Context, guid, def string, index int3
 func (s *Store) retireAt(ctx context.Context, guid string, index int32, match, def string) ([]model.ActualLRP, error) {
 	var toStop []model.ActualLRP
 	err := s.inTx(ctx, func(tx *sqlx.Tx) (err error) {
-		toStop, err = retireAtTx(ctx, tx, guid, index, match, def)
-		return err
+		var events eventBatch
+		if toStop, err = retireAtTx(ctx, tx, &events, guid, index, match, def); err != nil {
+			return err
+		}
+		return events.flush(ctx, tx)
 	})
 	return toStop, err
 }
@@ -160,7 +170,7 @@ const (
         AND o.presence = 'ORDINARY' AND NOT o.retiring AND o.definition_id <> $3))`
 )
 
-func retireAtTx(ctx context.Context, tx *sqlx.Tx, guid string, index int32, match, def string) ([]model.ActualLRP, error) {
+func retireAtTx(ctx context.Context, tx *sqlx.Tx, events *eventBatch, guid string, index int32, match, def string) ([]model.ActualLRP, error) {
 	var rows []actualRow
 	if err := tx.SelectContext(ctx, &rows, `DELETE FROM actual_lrps
 WHERE process_guid = $1 AND instance_index = $2 AND presence = 'ORDINARY' AND `+match+`
@@ -172,10 +182,8 @@ RETURNING `+actualColumns, guid, index, def); err != nil {
 	if err != nil {
 		return nil, err
 	}
-	if err := appendEvents(ctx, tx, instanceEvents(model.EventActualLRPRemoved, removed)...); err != nil {
-		return nil, err
-	}
-	return markRetiring(ctx, tx, `process_guid = $1 AND instance_index = $2 AND presence = 'ORDINARY' AND `+match, guid, index, def)
+	events.add(instanceEvents(model.EventActualLRPRemoved, removed)...)
+	return markRetiring(ctx, tx, events, `process_guid = $1 AND instance_index = $2 AND presence = 'ORDINARY' AND `+match, guid, index, def)
 }
 
 // RecordRolloutProgress stores where a rollout's walk is.
