@@ -16,6 +16,7 @@ import (
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 )
 
 // Store is what placement needs of the database.
@@ -190,14 +191,22 @@ func (a *Auctioneer) Run(ctx context.Context) error {
 	}
 }
 
-// Round places what waits now, once.
+// Round places what waits now, once. Its reads go in two waves of queries run together
+// (what waits and the cells; then what the cells hold of the LRPs to place and what to hand
+// out): a lone rollout's next index waits on the round, and five reads in turn were a third
+// of the time from its desire to its claim.
 func (a *Auctioneer) Round(ctx context.Context) error {
 	a.busy = false // until this round finds a burst
-	pending, err := a.store.PendingPlacements(ctx, a.opts.Batch)
-	if err != nil {
-		return err
-	}
-	tasks, err := a.store.PendingTasks(ctx, a.opts.Batch)
+	var pending []db.PendingInstance
+	var tasks []db.PendingTask
+	var presences []model.CellPresence
+	err := together(ctx,
+		func(ctx context.Context) (err error) {
+			pending, err = a.store.PendingPlacements(ctx, a.opts.Batch)
+			return
+		},
+		func(ctx context.Context) (err error) { tasks, err = a.store.PendingTasks(ctx, a.opts.Batch); return },
+		func(ctx context.Context) (err error) { presences, err = a.store.Cells(ctx); return })
 	if err != nil {
 		return err
 	}
@@ -223,27 +232,21 @@ func (a *Auctioneer) Round(ctx context.Context) error {
 	if len(work) == 0 {
 		return nil
 	}
-	guids := make([]string, 0, len(work))
-	seen := map[string]bool{}
-	for _, w := range work {
-		if w.TaskGUID == "" && !seen[w.Key.ProcessGUID] {
-			seen[w.Key.ProcessGUID] = true
-			guids = append(guids, w.Key.ProcessGUID)
-		}
-	}
-	fresh := a.usage.due(now, a.opts.Resync)
-	cells, repURL, err := a.cellsFor(ctx, guids, now)
+	r, err := a.read(ctx, work, now)
 	if err != nil {
 		return err
 	}
+	cells, repURL := a.offers(presences, r.held)
 	result := auction.Place(cells, work)
-	if len(result.Failed) > 0 && !fresh {
+	if len(result.Failed) > 0 && !r.fresh {
 		// Cells may have freed what the kept sums still count: before anything is recorded
 		// as not fitting, the auction runs again on sums read afresh.
-		a.usage.invalidate()
-		if cells, repURL, err = a.cellsFor(ctx, guids, now); err != nil {
+		byCell, err := a.store.CellUsages(ctx)
+		if err != nil {
 			return err
 		}
+		a.usage.reset(byCell, now)
+		cells, repURL = a.offers(presences, r.held)
 		result = auction.Place(cells, work)
 	}
 	for _, f := range result.Failed {
@@ -259,27 +262,77 @@ func (a *Auctioneer) Round(ctx context.Context) error {
 	if len(result.Placed) == 0 {
 		return nil
 	}
-	return a.handOut(ctx, result.Placed, repURL, w)
+	return a.handOut(ctx, result.Placed, repURL, w, r)
 }
 
-// cellsFor lists the cells work may go to, with what they hold (the instances of guids one by
-// one, the rest summed), and their addresses.
-func (a *Auctioneer) cellsFor(ctx context.Context, guids []string, now time.Time) ([]auction.Cell, map[string]string, error) {
-	presences, err := a.store.Cells(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	if a.usage.due(now, a.opts.Resync) {
-		byCell, err := a.store.CellUsages(ctx)
-		if err != nil {
-			return nil, nil, err
+// roundReads is what a round reads once it knows its work: what the cells hold of the LRPs
+// to place, and what to hand out should the work be placed.
+type roundReads struct {
+	held     map[string][]db.HeldInstance
+	defs     map[db.DefinitionKey]model.LRPDefinition
+	taskDefs map[string]model.Task
+	fresh    bool // the fleet's sums were read in full for this round
+}
+
+// read reads, together, what the round needs to place work: the instances the cells hold of
+// its LRPs, the fleet's sums when due, and the definitions of the work (all of it, though
+// some may not fit: the definitions are what a cell needs and are read in the same wave).
+func (a *Auctioneer) read(ctx context.Context, work []auction.Work, now time.Time) (roundReads, error) {
+	var guids, taskGUIDs []string
+	var keys []db.DefinitionKey
+	seenGUID, seenKey := map[string]bool{}, map[db.DefinitionKey]bool{}
+	for _, w := range work {
+		if w.TaskGUID != "" {
+			taskGUIDs = append(taskGUIDs, w.TaskGUID)
+			continue
 		}
-		a.usage.reset(byCell, now)
+		if !seenGUID[w.Key.ProcessGUID] {
+			seenGUID[w.Key.ProcessGUID] = true
+			guids = append(guids, w.Key.ProcessGUID)
+		}
+		if k := (db.DefinitionKey{ProcessGUID: w.Key.ProcessGUID, DefinitionID: w.Key.DefinitionID}); !seenKey[k] {
+			seenKey[k] = true
+			keys = append(keys, k)
+		}
 	}
-	held, err := a.store.HeldInstances(ctx, guids)
-	if err != nil {
-		return nil, nil, err
+	r := roundReads{fresh: a.usage.due(now, a.opts.Resync)}
+	var usages map[string]db.CellUsage
+	reads := []func(context.Context) error{
+		func(ctx context.Context) (err error) { r.held, err = a.store.HeldInstances(ctx, guids); return },
 	}
+	if r.fresh {
+		reads = append(reads, func(ctx context.Context) (err error) { usages, err = a.store.CellUsages(ctx); return })
+	}
+	if len(keys) > 0 {
+		reads = append(reads, func(ctx context.Context) (err error) { r.defs, err = a.store.Definitions(ctx, keys); return })
+	}
+	if len(taskGUIDs) > 0 {
+		reads = append(reads, func(ctx context.Context) (err error) {
+			r.taskDefs, err = a.store.TaskDefinitions(ctx, taskGUIDs)
+			return
+		})
+	}
+	if err := together(ctx, reads...); err != nil {
+		return roundReads{}, err
+	}
+	if r.fresh {
+		a.usage.reset(usages, now)
+	}
+	return r, nil
+}
+
+// together runs the reads at once, each on its own connection, and returns the first error.
+func together(ctx context.Context, reads ...func(context.Context) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	for _, read := range reads {
+		g.Go(func() error { return read(ctx) })
+	}
+	return g.Wait()
+}
+
+// offers are the cells work may go to, with what they hold (the instances of the LRPs being
+// placed one by one, the rest summed), and their addresses.
+func (a *Auctioneer) offers(presences []model.CellPresence, held map[string][]db.HeldInstance) ([]auction.Cell, map[string]string) {
 	cells := make([]auction.Cell, 0, len(presences))
 	repURL := map[string]string{}
 	for _, p := range presences {
@@ -294,7 +347,7 @@ func (a *Auctioneer) cellsFor(ctx context.Context, guids []string, now time.Time
 		cells = append(cells, c)
 		repURL[c.ID] = p.RepAddress
 	}
-	return cells, repURL, nil
+	return cells, repURL
 }
 
 // waiting is what a round found waiting, by slot.
@@ -325,36 +378,10 @@ func (a *Auctioneer) due(s slot, v attempt, now time.Time) bool {
 	return true
 }
 
-// handOut sends each cell its share, with the definitions to run, and notes what was sent.
-func (a *Auctioneer) handOut(ctx context.Context, placed []auction.Placement, repURL map[string]string, w waiting) error {
-	keys := make([]db.DefinitionKey, 0, len(placed))
-	var taskGUIDs []string
-	seen := map[db.DefinitionKey]bool{}
-	for _, p := range placed {
-		if p.Work.TaskGUID != "" {
-			taskGUIDs = append(taskGUIDs, p.Work.TaskGUID)
-			continue
-		}
-		k := db.DefinitionKey{ProcessGUID: p.Work.Key.ProcessGUID, DefinitionID: p.Work.Key.DefinitionID}
-		if !seen[k] {
-			seen[k] = true
-			keys = append(keys, k)
-		}
-	}
-	defs := map[db.DefinitionKey]model.LRPDefinition{}
-	if len(keys) > 0 {
-		var err error
-		if defs, err = a.store.Definitions(ctx, keys); err != nil {
-			return err
-		}
-	}
-	taskDefs := map[string]model.Task{}
-	if len(taskGUIDs) > 0 {
-		var err error
-		if taskDefs, err = a.store.TaskDefinitions(ctx, taskGUIDs); err != nil {
-			return err
-		}
-	}
+// handOut sends each cell its share, with the definitions to run (read with the round's
+// second wave), and notes what was sent.
+func (a *Auctioneer) handOut(ctx context.Context, placed []auction.Placement, repURL map[string]string, w waiting, r roundReads) error {
+	defs, taskDefs := r.defs, r.taskDefs
 	byCell := map[string]*cellapi.PerformRequest{}
 	handed := map[slot]auction.Work{} // what went out, to take back what comes back
 	now := time.Now()
