@@ -135,28 +135,52 @@ func actualModels(rows []actualRow) ([]model.ActualLRP, error) {
 }
 
 // createMissingInstances creates an UNCLAIMED instance of definition def for every index
-// below n that has no ordinary instance of any definition still serving (a retiring one is
-// on its way out: a removed and desired-again LRP, an index scaled down and up, need not
-// wait for it), and returns them. Where the retiring instance is of def itself the slot is
-// still taken; convergence fills it once the instance is gone.
+// below n that insertMissingInstances finds free, and returns them.
 func (s *Store) createMissingInstances(ctx context.Context, tx *sqlx.Tx, guid, domain, def string, n int32) ([]model.ActualLRP, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	var rows []actualRow
-	err := tx.SelectContext(ctx, &rows, `
-INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain, state, since, modification_epoch)
-SELECT $1, $2, i, $3, 'UNCLAIMED', $5, gen_random_uuid()::text
-FROM generate_series(0, $4::integer - 1) AS i
-WHERE NOT EXISTS (
-    SELECT 1 FROM actual_lrps a
-    WHERE a.process_guid = $1 AND a.instance_index = i AND a.presence = 'ORDINARY' AND NOT a.retiring)
-ON CONFLICT DO NOTHING
-RETURNING `+actualColumns, guid, def, domain, n, s.nowNanos())
+	query, args, err := tx.BindNamed(insertMissingInstances("CAST(:instances AS integer)", "CAST(gen_random_uuid() AS text)")+`
+RETURNING `+actualColumns, map[string]any{
+		"process_guid": guid, "definition_id": def, "domain": domain, "instances": n, "since": s.nowNanos()})
 	if err != nil {
 		return nil, err
 	}
+	var rows []actualRow
+	if err := tx.SelectContext(ctx, &rows, query, args...); err != nil {
+		return nil, err
+	}
 	return actualModels(rows)
+}
+
+// insertMissingInstances is the INSERT (a sqlx named query) of an UNCLAIMED instance of
+// definition :definition_id of LRP :process_guid, in :domain and since :since, at every index
+// below n that has no ordinary instance of any definition still serving (a retiring one is
+// on its way out: a removed and desired-again LRP, an index scaled down and up, need not
+// wait for it). Where the retiring instance is of that definition itself the slot is still
+// taken; convergence fills it once the instance is gone. n and epoch, the modification epoch
+// of the instance at index i, are SQL expressions. Casts are written CAST(x AS t): sqlx
+// reads "::" as an escaped colon.
+func insertMissingInstances(n, epoch string) string {
+	return `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain, state, since, modification_epoch)
+SELECT :process_guid, :definition_id, i, :domain, 'UNCLAIMED', :since, ` + epoch + `
+FROM generate_series(0, ` + n + ` - 1) AS i
+WHERE NOT EXISTS (
+    SELECT 1 FROM actual_lrps a
+    WHERE a.process_guid = :process_guid AND a.instance_index = i AND a.presence = 'ORDINARY' AND NOT a.retiring)
+ON CONFLICT DO NOTHING`
+}
+
+// unclaimedInstance is the instance insertMissingInstances writes at index i of d, as a read
+// of its row returns it.
+func unclaimedInstance(d *model.DesiredLRP, i int32, since int64, epoch string) model.ActualLRP {
+	return model.ActualLRP{
+		ActualLRPKey:    model.ActualLRPKey{ProcessGUID: d.ProcessGUID, DefinitionID: d.DefinitionID, Index: i, Domain: d.Domain},
+		State:           model.StateUnclaimed,
+		Since:           since,
+		Presence:        model.PresenceOrdinary,
+		ModificationTag: model.ModificationTag{Epoch: epoch},
+	}
 }
 
 // retireIndicesFrom deletes the UNCLAIMED and CRASHED instances at index `from` and above,

@@ -136,8 +136,11 @@ func encodeRoutes(routes model.Routes) (jsonText, []byte, error) {
 	return doc, b, err
 }
 
-// DesireLRP stores a new LRP, its first definition, and an UNCLAIMED instance for each index,
-// in one transaction. A missing definition id becomes the process guid (seed 000).
+// DesireLRP stores a new LRP, its first definition, an UNCLAIMED instance for each index and
+// their events. It is one statement, desireLRP, and so one round trip: in a transaction of
+// one statement each, a burst of desires (25,000 after a restore) kept PostgreSQL's sessions
+// idle in transaction, waiting for the next statement. A missing definition id becomes the
+// process guid (seed 000).
 func (s *Store) DesireLRP(ctx context.Context, in *model.DesiredLRP) (*model.DesiredLRP, error) {
 	d := *in
 	if d.DefinitionID == "" {
@@ -145,6 +148,68 @@ func (s *Store) DesireLRP(ctx context.Context, in *model.DesiredLRP) (*model.Des
 	}
 	d.PreviousDefinitionID = ""
 	d.ModificationTag = model.ModificationTag{Epoch: uuid.NewString()}
+	args, err := s.newDesireArgs(&d)
+	if err != nil {
+		return nil, err
+	}
+	query, params, err := s.db.BindNamed(desireLRP, args)
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.db.ExecContext(ctx, query, params...)
+	if model.IsType(mapError(err), model.ErrResourceExists) {
+		return nil, model.Errorf(model.ErrResourceExists, "desired LRP %q already exists", d.ProcessGUID)
+	}
+	if err != nil {
+		return nil, mapError(err)
+	}
+	return &d, nil
+}
+
+// desireLRP inserts an LRP, its definition, its instances and their events (a sqlx named
+// query of desireArgs). One statement is atomic without a transaction: the foreign key from
+// the LRP to its definition is deferred, checked at its end. The instances' count is read
+// from the LRP's inserted row, so that they are written after it, as the transaction did:
+// an existing guid fails on the primary key before anything else is written, and of two
+// concurrent desires of one guid the second waits there, holding nothing. The events are
+// the LRP's and those of the instances inserted (an index may still be held by a removed
+// LRP's instance), in that order; desireArgs encoded them from the rows as written.
+var desireLRP = `WITH lrp AS (
+    INSERT INTO desired_lrps (process_guid, domain, instances, routes, routes_exact, annotation, metric_tags,
+        active_definition_id, modification_epoch)
+    VALUES (:process_guid, :domain, :instances, :routes, :routes_exact, :annotation, :metric_tags,
+        :definition_id, :modification_epoch)
+    RETURNING instances),
+definition AS (` + insertDefinition + `),
+created AS (` + insertMissingInstances("(SELECT instances FROM lrp)", "(CAST(:epochs AS text[]))[i + 1]") + `
+    RETURNING instance_index)
+INSERT INTO events (name, data)
+SELECT e.name, CAST(e.data AS json)
+FROM unnest(CAST(:event_names AS text[]), CAST(:event_data AS text[])) WITH ORDINALITY AS e(name, data, n)
+WHERE e.n = 1 OR e.n - 2 IN (SELECT instance_index FROM created)
+ORDER BY e.n`
+
+// desireArgs are desireLRP's parameters: the definition's row (insertDefinition's), the
+// LRP's columns, and the instances' modification epochs and since, chosen here so that
+// their events can be encoded here, as every other event is.
+type desireArgs struct {
+	definitionRow
+	Domain            string   `db:"domain"`
+	Instances         int32    `db:"instances"`
+	Routes            jsonText `db:"routes"`
+	RoutesExact       []byte   `db:"routes_exact"`
+	Annotation        string   `db:"annotation"`
+	MetricTags        jsonText `db:"metric_tags"`
+	ModificationEpoch string   `db:"modification_epoch"`
+	Since             int64    `db:"since"`
+	// Epochs are the instances' modification epochs, by index.
+	Epochs pq.StringArray `db:"epochs"`
+	// EventNames and EventData are the LRP's created event, then the instance's at each index.
+	EventNames pq.StringArray `db:"event_names"`
+	EventData  pq.StringArray `db:"event_data"`
+}
+
+func (s *Store) newDesireArgs(d *model.DesiredLRP) (*desireArgs, error) {
 	routes, routesExact, err := encodeRoutes(d.Routes)
 	if err != nil {
 		return nil, err
@@ -157,32 +222,16 @@ func (s *Store) DesireLRP(ctx context.Context, in *model.DesiredLRP) (*model.Des
 	if err != nil {
 		return nil, err
 	}
-	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		_, err := tx.ExecContext(ctx, `
-INSERT INTO desired_lrps (process_guid, domain, instances, routes, routes_exact, annotation, metric_tags,
-    active_definition_id, modification_epoch)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			d.ProcessGUID, d.Domain, d.Instances, routes, routesExact, d.Annotation, tags, d.DefinitionID, d.ModificationTag.Epoch)
-		if model.IsType(mapError(err), model.ErrResourceExists) {
-			return model.Errorf(model.ErrResourceExists, "desired LRP %q already exists", d.ProcessGUID)
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := tx.NamedExecContext(ctx, insertDefinition, def); err != nil {
-			return err
-		}
-		created, err := s.createMissingInstances(ctx, tx, d.ProcessGUID, d.Domain, d.DefinitionID, d.Instances)
-		if err != nil {
-			return err
-		}
-		return appendEvents(ctx, tx, append([]pendingEvent{event(model.EventDesiredLRPCreated, model.NewDesiredLRPEvent(&d))},
-			instanceEvents(model.EventActualLRPCreated, created)...)...)
-	})
-	if err != nil {
-		return nil, err
+	a := &desireArgs{definitionRow: *def, Domain: d.Domain, Instances: d.Instances, Routes: routes,
+		RoutesExact: routesExact, Annotation: d.Annotation, MetricTags: tags,
+		ModificationEpoch: d.ModificationTag.Epoch, Since: s.nowNanos(), Epochs: make(pq.StringArray, max(d.Instances, 0))}
+	events := []pendingEvent{event(model.EventDesiredLRPCreated, model.NewDesiredLRPEvent(d))}
+	for i := range a.Epochs {
+		a.Epochs[i] = uuid.NewString()
+		events = append(events, event(model.EventActualLRPCreated, unclaimedInstance(d, int32(i), a.Since, a.Epochs[i])))
 	}
-	return &d, nil
+	a.EventNames, a.EventData, err = encodeEvents(events)
+	return a, err
 }
 
 // DesiredLRPByProcessGUID returns the LRP projected through its active definition.

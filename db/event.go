@@ -69,19 +69,27 @@ func appendEvents(ctx context.Context, tx *sqlx.Tx, events ...pendingEvent) erro
 	if len(events) == 0 {
 		return nil
 	}
-	names := make([]string, len(events))
-	datas := make([]string, len(events))
+	names, datas, err := encodeEvents(events)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `
+INSERT INTO events (name, data) SELECT n, d::json FROM unnest($1::text[], $2::text[]) AS e(n, d)`, names, datas)
+	return err
+}
+
+// encodeEvents is the names of events and their data as JSON, in two arrays for one INSERT.
+func encodeEvents(events []pendingEvent) (names, datas pq.StringArray, err error) {
+	names = make(pq.StringArray, len(events))
+	datas = make(pq.StringArray, len(events))
 	for i, e := range events {
 		b, err := json.Marshal(e.data)
 		if err != nil {
-			return fmt.Errorf("encode %s event: %w", e.name, err)
+			return nil, nil, fmt.Errorf("encode %s event: %w", e.name, err)
 		}
 		names[i], datas[i] = e.name, string(b)
 	}
-	_, err := tx.ExecContext(ctx, `
-INSERT INTO events (name, data) SELECT n, d::json FROM unnest($1::text[], $2::text[]) AS e(n, d)`,
-		pq.StringArray(names), pq.StringArray(datas))
-	return err
+	return names, datas, nil
 }
 
 // EventsAfter returns up to limit events with ids above after, in id order. When events
