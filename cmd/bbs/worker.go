@@ -20,6 +20,7 @@ import (
 type temporalFlags struct {
 	address, namespace string
 	tls                clientTLSFlags
+	compression        string
 }
 
 func (t *temporalFlags) register(fs *flag.FlagSet) {
@@ -28,6 +29,7 @@ func (t *temporalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.tls.caFile, "temporal-tls-ca", envOr("TEMPORAL_TLS_CA", ""), "CA of the Temporal frontend's certificate (PEM) [TEMPORAL_TLS_CA]")
 	fs.StringVar(&t.tls.certFile, "temporal-tls-cert", envOr("TEMPORAL_TLS_CERT", ""), "client certificate for the Temporal frontend (PEM) [TEMPORAL_TLS_CERT]")
 	fs.StringVar(&t.tls.keyFile, "temporal-tls-key", envOr("TEMPORAL_TLS_KEY", ""), "client private key for the Temporal frontend (PEM) [TEMPORAL_TLS_KEY]")
+	fs.StringVar(&t.compression, "temporal-compression", envOr("BBS_TEMPORAL_COMPRESSION", "none"), "gRPC compression of calls to the Temporal frontend: none, or gzip for a slow link (CPU on both sides) [BBS_TEMPORAL_COMPRESSION]")
 }
 
 func (t temporalFlags) config() (system.TemporalConfig, error) {
@@ -35,7 +37,10 @@ func (t temporalFlags) config() (system.TemporalConfig, error) {
 	if err != nil {
 		return system.TemporalConfig{}, fmt.Errorf("Temporal TLS: %w", err)
 	}
-	return system.TemporalConfig{Address: t.address, Namespace: t.namespace, TLS: tlsConfig}, nil
+	if t.compression != "none" && t.compression != "gzip" {
+		return system.TemporalConfig{}, fmt.Errorf("--temporal-compression %q: none or gzip", t.compression)
+	}
+	return system.TemporalConfig{Address: t.address, Namespace: t.namespace, TLS: tlsConfig, Gzip: t.compression == "gzip"}, nil
 }
 
 // rolloutFlags tune the rollouts this process starts (the API) or resumes (the worker).

@@ -49,8 +49,10 @@ func start(t testing.TB) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Uncompressed, as the bbs processes dial (system.TemporalConfig.Gzip).
 	c, err := client.DialContext(ctx, client.Options{HostPort: srv.Address(), Namespace: srv.Namespace(),
-		Logger: temporalzap.New(zap.NewNop())})
+		Logger:            temporalzap.New(zap.NewNop()),
+		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}}})
 	if err != nil {
 		srv.Stop()
 		return nil, fmt.Errorf("dial the dev server at %s: %w", srv.Address(), err)
