@@ -98,12 +98,13 @@ type Cluster struct {
 	TaskQueue string
 	Cells     []*Cell
 
-	t       testing.TB
-	backend func(seed int64) executor.Backend
-	opts    Options
-	ctx     context.Context
-	cancel  context.CancelFunc
-	closers []func() // run, last added first, after they stopped
+	t        testing.TB
+	backend  func(seed int64) executor.Backend
+	opts     Options
+	ctx      context.Context
+	cancel   context.CancelFunc
+	closers  []func() // run, last added first, after they stopped
+	stopOnce sync.Once
 }
 
 // Cell is one sim cell agent.
@@ -135,7 +136,7 @@ func New(t testing.TB, opts Options) *Cluster {
 	}
 	c := &Cluster{Store: store, DatabaseURL: dbURL, Stopper: &cellapi.Stopper{Cells: store, Client: cellapi.NewClient(nil)}, t: t, backend: opts.Backend, opts: opts}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	t.Cleanup(c.stop)
+	t.Cleanup(c.Stop)
 
 	c.Temporal = opts.TemporalClient
 	if c.Temporal == nil {
@@ -310,6 +311,11 @@ func (c *Cluster) Zone(cellID string) string {
 	}
 	return ""
 }
+
+// Stop stops the cluster's cells, API and worker now and leaves its database (and Store)
+// open: a benchmark then reads the store with nothing else running. Stopping again (at the
+// test's end) does nothing.
+func (c *Cluster) Stop() { c.stopOnce.Do(c.stop) }
 
 func (c *Cluster) stop() {
 	c.cancel()
