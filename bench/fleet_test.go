@@ -172,7 +172,7 @@ SELECT 'scale-' || lpad((i / $2::integer)::text, 5, '0'), 'v1', i % $2, 'bench',
     jsonb_build_array(jsonb_build_object('container_port', 8080, 'host_port', 61000 + i % 1000)),
     '10.255.' || (i % 250) || '.' || (i % 200), 1700000000000000000 + i, gen_random_uuid()::text, 2,
     'z' || (i % $3 % 3)
-FROM generate_series(0, $1::integer * $2::integer - 1) AS i`, []any{lrps, perLRP, cells}},
+FROM generate_series(0, $1::integer * $2::integer - 1) AS i`+seedOrder(b), []any{lrps, perLRP, cells}},
 		// A log at the size each pass prunes it to (DefaultEventsKept), all within the
 		// retention: what a pass with nothing to do reads of it.
 		{`INSERT INTO events (name, data)
@@ -191,5 +191,21 @@ FROM generate_series(1, $2) AS e`, []any{lrps, db.DefaultEventsKept}},
 	}
 	if _, err := store.DB().ExecContext(ctx, `VACUUM (ANALYZE) actual_lrps, desired_lrps, lrp_definitions, cells, events`); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// seedOrder is the order the seeded instances are written in, so in the table's heap:
+// BENCH_FLEET_ORDER=random writes them in random order, as a placed fleet's are (desired,
+// claimed and started in whatever order placement went), where the list reads them in key
+// order; the default is key order, the list's own.
+func seedOrder(b *testing.B) string {
+	switch o := os.Getenv("BENCH_FLEET_ORDER"); o {
+	case "", "key":
+		return ""
+	case "random":
+		return " ORDER BY random()"
+	default:
+		b.Fatalf("BENCH_FLEET_ORDER %q: key or random", o)
+		return ""
 	}
 }
