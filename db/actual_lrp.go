@@ -265,7 +265,7 @@ func (s *Store) EachActualLRP(ctx context.Context, f model.ActualLRPFilter, fn f
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, `SELECT `+actualColumns+` FROM actual_lrps
+	rows, err := s.db.QueryContext(ctx, planPerCall+`SELECT `+actualColumns+` FROM actual_lrps
 WHERE ($1 = '' OR domain = $1)
   AND ($2 = '' OR cell_id = $2)
   AND ($3 = '' OR process_guid = $3)

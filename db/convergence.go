@@ -402,7 +402,7 @@ const defaultRetiredHistory = 10
 // retireUnused retires the live definitions nothing uses — of one LRP and one definition
 // when guid and def are given, else of all.
 func retireUnused(ctx context.Context, tx *sqlx.Tx, guid, def string) (int, error) {
-	r, err := tx.ExecContext(ctx, `UPDATE lrp_definitions d SET live = false, retired_at = now()
+	r, err := tx.ExecContext(ctx, planPerCall+`UPDATE lrp_definitions d SET live = false, retired_at = now()
 FROM desired_lrps l
 WHERE d.process_guid = l.process_guid AND d.live
   AND ($1 = '' OR d.process_guid = $1) AND ($2 = '' OR d.definition_id = $2)
@@ -424,7 +424,7 @@ WHERE d.process_guid = l.process_guid AND d.live
 // guid is given). A retired definition an instance still names (only a stray cell report
 // makes one) is kept, so the instance can still be read and stopped.
 func trimRetired(ctx context.Context, tx *sqlx.Tx, guid string, keep int) (int, error) {
-	r, err := tx.ExecContext(ctx, `DELETE FROM lrp_definitions d USING (
+	r, err := tx.ExecContext(ctx, planPerCall+`DELETE FROM lrp_definitions d USING (
     SELECT process_guid, definition_id, row_number() OVER (PARTITION BY process_guid
         ORDER BY retired_at DESC, created_at DESC, definition_id DESC) AS n
     FROM lrp_definitions WHERE NOT live AND ($2 = '' OR process_guid = $2)) old

@@ -43,7 +43,7 @@ FROM desired_lrps l
 JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.definition_id = l.active_definition_id`
 
 // filterClause selects LRPs (alias l) by domain, process guids and app guids (prefixes of
-// process guids); $1 to $3 are the filter.
+// process guids); $1 to $3 are the filter. A query with it is planPerCall.
 const filterClause = ` WHERE ($1 = '' OR l.domain = $1)
     AND (cardinality($2::text[]) = 0 OR l.process_guid = ANY($2))
     AND (cardinality($3::text[]) = 0 OR EXISTS (
@@ -261,7 +261,7 @@ func (s *Store) DesiredLRPs(ctx context.Context, f model.DesiredLRPFilter) ([]mo
 // arrive, so that a list of every LRP (Cloud Controller's sync, cfdot) never sits in memory;
 // an error from fn ends the walk and is returned.
 func (s *Store) EachDesiredLRP(ctx context.Context, f model.DesiredLRPFilter, fn func(*model.DesiredLRP) error) error {
-	return eachRow(ctx, s, desiredWithActiveDefinition+filterClause+` ORDER BY l.process_guid`, filterArgs(f),
+	return eachRow(ctx, s, planPerCall+desiredWithActiveDefinition+filterClause+` ORDER BY l.process_guid`, filterArgs(f),
 		func(row *desiredWithDefinition) error {
 			d, err := row.model()
 			if err != nil {

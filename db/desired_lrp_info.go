@@ -33,7 +33,7 @@ func (s *Store) DesiredLRPSchedulingInfos(ctx context.Context, f model.DesiredLR
 // EachSchedulingInfo calls fn with each scheduling info DesiredLRPSchedulingInfos would list,
 // in the same order, as the rows arrive (Cloud Controller's sync reads every one).
 func (s *Store) EachSchedulingInfo(ctx context.Context, f model.DesiredLRPFilter, fn func(*model.DesiredLRPSchedulingInfo) error) error {
-	return eachRow(ctx, s, `SELECT `+desiredColumns+`,
+	return eachRow(ctx, s, planPerCall+`SELECT `+desiredColumns+`,
     d.rootfs, d.memory_mb, d.disk_mb, d.max_pids, d.log_guid, d.placement_tags, d.volume_drivers
 FROM desired_lrps l
 JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.definition_id = l.active_definition_id`+
@@ -79,7 +79,7 @@ type routingRow struct {
 // without reading any run info.
 func (s *Store) DesiredLRPRoutingInfos(ctx context.Context, f model.DesiredLRPFilter) ([]model.DesiredLRP, error) {
 	var rows []routingRow
-	err := s.db.SelectContext(ctx, &rows, `SELECT `+desiredColumns+`, d.log_guid
+	err := s.db.SelectContext(ctx, &rows, planPerCall+`SELECT `+desiredColumns+`, d.log_guid
 FROM desired_lrps l
 JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.definition_id = l.active_definition_id`+
 		filterClause+` ORDER BY l.process_guid`, filterArgs(f)...)

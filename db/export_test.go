@@ -12,3 +12,6 @@ func (s *Store) ClaimsWaiting() int {
 
 // WithStatementCacheSize bounds each connection's prepared statements (tests of eviction).
 func WithStatementCacheSize(n int) Option { return func(s *Store) { s.cacheSize = n } }
+
+// PlanPerCall is the mark that keeps a query unprepared.
+const PlanPerCall = planPerCall

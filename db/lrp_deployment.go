@@ -21,7 +21,7 @@ func (s *Store) LRPDeploymentByProcessGUID(ctx context.Context, guid string) (*m
 // LRPDeployments lists the matching LRPs with their live definitions, ordered by process guid.
 func (s *Store) LRPDeployments(ctx context.Context, f model.DesiredLRPFilter) ([]model.LRPDeployment, error) {
 	var rows []desiredWithDefinition
-	err := s.db.SelectContext(ctx, &rows, `SELECT `+desiredColumns+`, `+definitionAsDef+`
+	err := s.db.SelectContext(ctx, &rows, planPerCall+`SELECT `+desiredColumns+`, `+definitionAsDef+`
 FROM desired_lrps l
 JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.live`+
 		filterClause+` ORDER BY l.process_guid, d.created_at, d.definition_id`, filterArgs(f)...)

@@ -65,7 +65,7 @@ func (r *rolloutRow) model() model.Rollout {
 // Rollouts lists rollouts, newest first, of one LRP or all, optionally only those in progress.
 func (s *Store) Rollouts(ctx context.Context, f model.RolloutFilter) ([]model.Rollout, error) {
 	var rows []rolloutRow
-	err := s.db.SelectContext(ctx, &rows, `SELECT `+rolloutColumns+` FROM rollouts
+	err := s.db.SelectContext(ctx, &rows, planPerCall+`SELECT `+rolloutColumns+` FROM rollouts
 WHERE ($1 = '' OR process_guid = $1)
   AND (NOT $2 OR state IN `+inProgressStates+`)
 ORDER BY started_at DESC, id`, f.ProcessGUID, f.Active)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"strings"
 
 	"github.com/lib/pq"
 )
@@ -13,6 +14,14 @@ import (
 // queries are fixed texts (about a hundred and fifty in all), so a connection settles on the
 // ones its callers use; the bound only guards against a caller that builds texts.
 const statementCacheSize = 256
+
+// planPerCall, at the start of a query, keeps it unprepared: PostgreSQL then plans it for each
+// call's parameters, always. For the queries whose best plan depends on them — an optional
+// filter written ($1 = '' OR cell_id = $1): a cell's poll wants the cell's index, the whole
+// fleet's list a walk of the primary key. Prepared, such a query may settle on a generic
+// plan after five calls that happened to be fleet lists, and every later poll on that
+// connection would scan the fleet for one cell's instances.
+const planPerCall = "/* planned per call */ "
 
 // preparingConnector opens connections that prepare each query with parameters once, as a
 // named statement of the connection, and execute the prepared statement from then on.
@@ -86,10 +95,15 @@ type cachedStmt struct {
 	stmt  preparedStmt
 }
 
+// unprepared says whether a query goes as it is: without parameters lib/pq sends a simple
+// query, which may hold several statements (migrations) and cannot be prepared; and a query
+// marked planPerCall.
+func unprepared(query string, args []driver.NamedValue) bool {
+	return len(args) == 0 || strings.HasPrefix(query, planPerCall)
+}
+
 func (c *preparingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if len(args) == 0 {
-		// Without parameters lib/pq sends a simple query, which may hold several statements
-		// (migrations) and cannot be prepared.
+	if unprepared(query, args) {
 		return c.fullConn.QueryContext(ctx, query, args)
 	}
 	st, err := c.prepared(ctx, query)
@@ -102,7 +116,7 @@ func (c *preparingConn) QueryContext(ctx context.Context, query string, args []d
 }
 
 func (c *preparingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if len(args) == 0 {
+	if unprepared(query, args) {
 		return c.fullConn.ExecContext(ctx, query, args)
 	}
 	st, err := c.prepared(ctx, query)

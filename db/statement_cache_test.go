@@ -53,6 +53,14 @@ func TestStatementsWithParametersArePreparedOnce(t *testing.T) {
 		t.Fatalf("prepared statements: %q, want the two queries once each", got)
 	}
 
+	// A query whose plan depends on its parameters is planned for each call.
+	if _, err := s.DB().ExecContext(ctx, db.PlanPerCall+`SELECT $1::text = '' OR $1 = 'x'`, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if got := prepared(t, s); len(got) != 2 {
+		t.Fatalf("prepared statements after a query planned per call: %q", got)
+	}
+
 	off := openOneConnection(t, db.WithStatementCache(false))
 	var n int
 	if err := off.DB().GetContext(ctx, &n, q, 1); err != nil {

@@ -102,7 +102,7 @@ ON CONFLICT (task_guid) DO NOTHING`,
 // first.
 func (s *Store) Tasks(ctx context.Context, f model.TaskFilter) ([]model.Task, error) {
 	var rows []taskRow
-	err := s.db.SelectContext(ctx, &rows, `SELECT `+taskColumns+` FROM tasks
+	err := s.db.SelectContext(ctx, &rows, planPerCall+`SELECT `+taskColumns+` FROM tasks
 WHERE ($1 = '' OR domain = $1) AND ($2 = '' OR cell_id = $2) ORDER BY created_at, task_guid`, f.Domain, f.CellID)
 	if err != nil {
 		return nil, mapError(err)
