@@ -174,7 +174,7 @@ func (c *Converger) Converge(ctx context.Context, in ConvergeInput) (ConvergeOut
 		zap.Int("events_pruned", out.EventsPruned),
 		zap.Int("tasks_expired", out.TasksExpired), zap.Int("tasks_cell_lost", out.TasksCellLost),
 		zap.Int("tasks_deleted", out.TasksDeleted), zap.Int("callbacks_started", out.CallbacksStarted),
-		zap.Int("stops_requested", out.StopsRequested))
+		zap.Int("stops_requested", out.StopsRequested), zap.String("steps", res.StepTimes()))
 	return out, nil
 }
 

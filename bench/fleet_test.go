@@ -69,6 +69,7 @@ END $$`); err != nil {
 			if err != nil {
 				b.Fatal(err)
 			}
+			b.Logf("pass: %s", res.StepTimes())
 			if res.MissingIndices+res.Suspected+res.ExtrasToStop+res.ExtrasRemoved+res.MissingCells != 0 || len(res.ToStop) != 0 {
 				b.Fatalf("a pass over a converged fleet did something: %+v", res)
 			}

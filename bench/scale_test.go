@@ -85,6 +85,7 @@ func BenchmarkScale(b *testing.B) {
 				b.Fatal(err)
 			}
 			idle = append(idle, time.Since(t0))
+			b.Logf("  pass: %s", res.StepTimes())
 			if len(res.ToStop) > 0 {
 				b.Fatalf("idle convergence wants %d instances stopped", len(res.ToStop))
 			}

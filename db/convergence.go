@@ -67,6 +67,8 @@ type ConvergeResult struct {
 	DefinitionsRetired, DefinitionsPruned int
 	// EventsPruned are events deleted from the log.
 	EventsPruned int
+	// Steps are the pass's steps in order with the time each took: where a slow pass went.
+	Steps []StepTime
 	// ToStop are the instances cells must stop. Stop requests must be idempotent: an extra
 	// instance is listed on every pass until its cell reports it stopped.
 	ToStop []model.ActualLRP
@@ -103,42 +105,65 @@ func (s *Store) Converge(ctx context.Context, opts ConvergeOptions) (*ConvergeRe
 	var found candidates
 	// Suspects go first: a suspect whose replacement runs must be gone before that
 	// replacement can itself become suspect at the same key.
-	steps := []func(context.Context, *ConvergeResult) error{
-		s.removeResolvedSuspects,
-		func(ctx context.Context, r *ConvergeResult) (err error) {
+	steps := []struct {
+		name string
+		run  func(context.Context, *ConvergeResult) error
+	}{
+		{"resolved suspects", s.removeResolvedSuspects},
+		{"candidates and extras", func(ctx context.Context, r *ConvergeResult) (err error) {
 			if found, err = s.findCandidates(ctx); err != nil {
 				return err
 			}
 			return s.removeExtras(ctx, r, found.extra)
-		},
-		func(ctx context.Context, r *ConvergeResult) error {
+		}},
+		{"duplicates", func(ctx context.Context, r *ConvergeResult) error {
 			return s.removeDuplicates(ctx, r, found.duplicated)
-		},
-		s.reapMissingCells,
-		func(ctx context.Context, r *ConvergeResult) error {
+		}},
+		{"missing cells", s.reapMissingCells},
+		{"missing indices", func(ctx context.Context, r *ConvergeResult) error {
 			return s.createMissingIndices(ctx, r, found.missing)
-		},
-		func(ctx context.Context, r *ConvergeResult) error { return s.restartCrashed(ctx, r, policy) },
-		func(ctx context.Context, r *ConvergeResult) error {
+		}},
+		{"crashed", func(ctx context.Context, r *ConvergeResult) error { return s.restartCrashed(ctx, r, policy) }},
+		{"stale unclaimed", func(ctx context.Context, r *ConvergeResult) error {
 			return s.countStaleUnclaimed(ctx, r, opts.StaleUnclaimed)
-		},
-		func(ctx context.Context, r *ConvergeResult) error {
+		}},
+		{"definitions", func(ctx context.Context, r *ConvergeResult) error {
 			return s.pruneDefinitions(ctx, r, opts.RetiredHistory)
-		},
-		func(ctx context.Context, r *ConvergeResult) (err error) {
+		}},
+		{"events", func(ctx context.Context, r *ConvergeResult) (err error) {
 			r.EventsPruned, err = s.PruneEvents(ctx, opts.EventRetention, opts.EventsKept)
 			return err
-		},
+		}},
 	}
 	for _, step := range steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := step(ctx, res); err != nil {
-			return nil, fmt.Errorf("converge: %w", err)
+		t0 := time.Now()
+		if err := step.run(ctx, res); err != nil {
+			return nil, fmt.Errorf("converge: %s: %w", step.name, err)
 		}
+		res.Steps = append(res.Steps, StepTime{Step: step.name, Took: time.Since(t0)})
 	}
 	return res, nil
+}
+
+// StepTime is how long one step of a convergence pass took.
+type StepTime struct {
+	Step string
+	Took time.Duration
+}
+
+// StepTimes reads the steps as "step 12ms, step 3ms, ...", for logs and benchmarks.
+func (r *ConvergeResult) StepTimes() string {
+	var b strings.Builder
+	for i, st := range r.Steps {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %s", st.Step, st.Took.Round(time.Millisecond/10))
+	}
+	return b.String()
 }
 
 // SQL predicates on an instance aliased a.
