@@ -427,18 +427,26 @@ const defaultRetiredHistory = 10
 // retireUnused retires the live definitions nothing uses — of one LRP and one definition
 // when guid and def are given, else of all.
 func retireUnused(ctx context.Context, tx *sqlx.Tx, guid, def string) (int, error) {
-	r, err := tx.ExecContext(ctx, planPerCall+`UPDATE lrp_definitions d SET live = false, retired_at = now()
-FROM desired_lrps l
-WHERE d.process_guid = l.process_guid AND d.live
-  AND ($1 = '' OR d.process_guid = $1) AND ($2 = '' OR d.definition_id = $2)
-  AND d.definition_id <> l.active_definition_id
-  AND d.definition_id IS DISTINCT FROM l.healthy_definition_id
-  AND d.definition_id IS DISTINCT FROM l.previous_definition_id
+	// The definitions that are neither active, healthy nor previous come first, and only
+	// those are probed for instances and rollouts (OFFSET 0 keeps each probe a per-row
+	// index lookup): as one join, PostgreSQL anti-joined every live definition with the whole
+	// fleet's instances before filtering (0.14-0.16 s a pass at 250,000 instances whose
+	// definition ids are unique per LRP, against ~0.02 s this way).
+	r, err := tx.ExecContext(ctx, planPerCall+`WITH unused AS MATERIALIZED (
+    SELECT d.process_guid, d.definition_id FROM lrp_definitions d
+    JOIN desired_lrps l ON l.process_guid = d.process_guid
+    WHERE d.live AND ($1 = '' OR d.process_guid = $1) AND ($2 = '' OR d.definition_id = $2)
+      AND d.definition_id <> l.active_definition_id
+      AND d.definition_id IS DISTINCT FROM l.healthy_definition_id
+      AND d.definition_id IS DISTINCT FROM l.previous_definition_id)
+UPDATE lrp_definitions d SET live = false, retired_at = now()
+FROM unused u
+WHERE d.process_guid = u.process_guid AND d.definition_id = u.definition_id AND d.live
   AND NOT EXISTS (SELECT 1 FROM actual_lrps a
-      WHERE a.process_guid = d.process_guid AND a.definition_id = d.definition_id)
+      WHERE a.process_guid = d.process_guid AND a.definition_id = d.definition_id OFFSET 0)
   AND NOT EXISTS (SELECT 1 FROM rollouts r WHERE r.process_guid = d.process_guid
       AND r.state IN `+inProgressStates+`
-      AND d.definition_id IN (r.from_definition_id, r.to_definition_id))`, guid, def)
+      AND d.definition_id IN (r.from_definition_id, r.to_definition_id) OFFSET 0)`, guid, def)
 	if err != nil {
 		return 0, err
 	}
