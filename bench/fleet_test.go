@@ -173,7 +173,7 @@ SELECT 'scale-' || lpad((i / $2::integer)::text, 5, '0'), 'v1', i % $2, 'bench',
     jsonb_build_array(jsonb_build_object('container_port', 8080, 'host_port', 61000 + i % 1000)),
     '10.255.' || (i % 250) || '.' || (i % 200), 1700000000000000000 + i, gen_random_uuid()::text, 2,
     'z' || (i % $3 % 3)
-FROM generate_series(0, $1::integer * $2::integer - 1) AS i`+seedOrder(b), []any{lrps, perLRP, cells}},
+FROM generate_series(0, $1::integer * $2::integer - 1) AS i` + seedOrder(b), []any{lrps, perLRP, cells}},
 		// A log at the size each pass prunes it to (DefaultEventsKept), all within the
 		// retention: what a pass with nothing to do reads of it.
 		{`INSERT INTO events (name, data)
