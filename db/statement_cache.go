@@ -17,7 +17,7 @@ const statementCacheSize = 256
 
 // planPerCall, at the start of a query, keeps it unprepared: PostgreSQL then plans it for each
 // call's parameters, always. For the queries whose best plan depends on them — an optional
-// filter written ($1 = ” OR cell_id = $1): a cell's poll wants the cell's index, the whole
+// filter (cell_id = $1 unless $1 is empty): a cell's poll wants the cell's index, the whole
 // fleet's list a walk of the primary key. Prepared, such a query may settle on a generic
 // plan after five calls that happened to be fleet lists, and every later poll on that
 // connection would scan the fleet for one cell's instances.
