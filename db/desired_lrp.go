@@ -14,18 +14,23 @@ import (
 
 // desiredRow is one row of desired_lrps.
 type desiredRow struct {
-	ProcessGUID          string         `db:"process_guid"`
-	Domain               string         `db:"domain"`
-	Instances            int32          `db:"instances"`
-	Routes               jsonText       `db:"routes"`
-	RoutesExact          []byte         `db:"routes_exact"`
-	Annotation           string         `db:"annotation"`
-	MetricTags           jsonText       `db:"metric_tags"`
+	ProcessGUID string `db:"process_guid"`
+	lrpColumns
 	ActiveDefinitionID   string         `db:"active_definition_id"`
 	HealthyDefinitionID  sql.NullString `db:"healthy_definition_id"`
 	PreviousDefinitionID sql.NullString `db:"previous_definition_id"`
 	ModificationEpoch    string         `db:"modification_epoch"`
 	ModificationIndex    uint32         `db:"modification_index"`
+}
+
+// lrpColumns are an LRP's own columns of desired_lrps, as a desire writes them.
+type lrpColumns struct {
+	Domain      string   `db:"domain"`
+	Instances   int32    `db:"instances"`
+	Routes      jsonText `db:"routes"`
+	RoutesExact []byte   `db:"routes_exact"`
+	Annotation  string   `db:"annotation"`
+	MetricTags  jsonText `db:"metric_tags"`
 }
 
 const desiredColumns = `l.process_guid, l.domain, l.instances, l.routes, l.routes_exact, l.annotation, l.metric_tags,
@@ -194,14 +199,9 @@ ORDER BY e.n`
 // their events can be encoded here, as every other event is.
 type desireArgs struct {
 	definitionRow
-	Domain            string   `db:"domain"`
-	Instances         int32    `db:"instances"`
-	Routes            jsonText `db:"routes"`
-	RoutesExact       []byte   `db:"routes_exact"`
-	Annotation        string   `db:"annotation"`
-	MetricTags        jsonText `db:"metric_tags"`
-	ModificationEpoch string   `db:"modification_epoch"`
-	Since             int64    `db:"since"`
+	lrpColumns
+	ModificationEpoch string `db:"modification_epoch"`
+	Since             int64  `db:"since"`
 	// Epochs are the instances' modification epochs, by index.
 	Epochs pq.StringArray `db:"epochs"`
 	// EventNames and EventData are the LRP's created event, then the instance's at each index.
@@ -222,8 +222,8 @@ func (s *Store) newDesireArgs(d *model.DesiredLRP) (*desireArgs, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &desireArgs{definitionRow: *def, Domain: d.Domain, Instances: d.Instances, Routes: routes,
-		RoutesExact: routesExact, Annotation: d.Annotation, MetricTags: tags,
+	a := &desireArgs{definitionRow: *def, lrpColumns: lrpColumns{Domain: d.Domain, Instances: d.Instances, Routes: routes,
+		RoutesExact: routesExact, Annotation: d.Annotation, MetricTags: tags},
 		ModificationEpoch: d.ModificationTag.Epoch, Since: s.nowNanos(), Epochs: make(pq.StringArray, max(d.Instances, 0))}
 	events := []pendingEvent{event(model.EventDesiredLRPCreated, model.NewDesiredLRPEvent(d))}
 	for i := range a.Epochs {

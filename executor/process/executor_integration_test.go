@@ -23,9 +23,12 @@ import (
 func newExecutor(t *testing.T) (*executor.Executor, *syncBuffer) {
 	out := &syncBuffer{}
 	e := executor.New(process.New(t.TempDir(), zaptest.NewLogger(t)), executor.Config{
-		// Above Linux's ephemeral ports, apart from the ranges of the executor package's own tests.
-		PortRangeStart:         63000,
-		PortRangeEnd:           63999,
+		// Above Linux's ephemeral ports, apart from the ranges of the executor package's own
+		// tests and from the cells that the dev and cluster modes start in other packages'
+		// tests, running at the same time (61000 + 1,000 per cell: 63000-63999 is the third
+		// cell's, and a real instance there once held a port this test allocated).
+		PortRangeStart:         64500,
+		PortRangeEnd:           64999,
 		MonitorInterval:        20 * time.Millisecond,
 		HealthyMonitorInterval: 100 * time.Millisecond,
 		StopGracePeriod:        2 * time.Second,
