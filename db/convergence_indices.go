@@ -171,11 +171,8 @@ RETURNING `+actualColumns, args...)
 		if err != nil {
 			return err
 		}
-		if err := appendEvents(ctx, tx, instanceEvents(model.EventActualLRPRemoved, removed)...); err != nil {
-			return err
-		}
+		events := eventBatch(instanceEvents(model.EventActualLRPRemoved, removed))
 		// What was not deleted has a cell (or got one since the ranking): it must stop it.
-		var events eventBatch
 		if toStop, err = markRetiring(ctx, tx, &events, inDups, args...); err != nil {
 			return err
 		}

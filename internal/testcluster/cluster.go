@@ -291,17 +291,6 @@ func (sc *Cell) Stop() {
 	sc.Wait(time.Minute)
 }
 
-// StopCells stops every cell at once and waits for them: what the store then serves, it
-// serves without the fleet's own load on the machine.
-func (c *Cluster) StopCells() {
-	var wg sync.WaitGroup
-	for _, sc := range c.Cells {
-		wg.Add(1)
-		go func() { defer wg.Done(); sc.Stop() }()
-	}
-	wg.Wait()
-}
-
 // Zone is the zone of the cell with the given ID ("" when there is none).
 func (c *Cluster) Zone(cellID string) string {
 	for _, sc := range c.Cells {
