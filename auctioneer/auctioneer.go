@@ -192,21 +192,22 @@ func (a *Auctioneer) Run(ctx context.Context) error {
 }
 
 // Round places what waits now, once. Its reads go in two waves of queries run together
-// (what waits and the cells; then what the cells hold of the LRPs to place and what to hand
-// out) rather than five in turn: a lone rollout's next index waits on the round, whose reads
-// were still about a third of the time from its desire to its claim (3 of 9 ms, timed).
+// (what waits; then the cells, what they hold of the LRPs to place and what to hand out)
+// rather than five in turn: a lone rollout's next index waits on the round, whose reads were
+// still about a third of the time from its desire to its claim (3 of 9 ms, timed). The
+// cells are read after the work, never before: work is then never placed on a view of the
+// cells older than itself (read together, an LRP desired just after its cells came up was
+// placed as if only the first of them were there).
 func (a *Auctioneer) Round(ctx context.Context) error {
 	a.busy = false // until this round finds a burst
 	var pending []db.PendingInstance
 	var tasks []db.PendingTask
-	var presences []model.CellPresence
 	err := together(ctx,
 		func(ctx context.Context) (err error) {
 			pending, err = a.store.PendingPlacements(ctx, a.opts.Batch)
 			return
 		},
-		func(ctx context.Context) (err error) { tasks, err = a.store.PendingTasks(ctx, a.opts.Batch); return },
-		func(ctx context.Context) (err error) { presences, err = a.store.Cells(ctx); return })
+		func(ctx context.Context) (err error) { tasks, err = a.store.PendingTasks(ctx, a.opts.Batch); return })
 	if err != nil {
 		return err
 	}
@@ -236,7 +237,7 @@ func (a *Auctioneer) Round(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cells, repURL := a.offers(presences, r.held)
+	cells, repURL := a.offers(r.presences, r.held)
 	result := auction.Place(cells, work)
 	if len(result.Failed) > 0 && !r.fresh {
 		// Cells may have freed what the kept sums still count: before anything is recorded
@@ -246,7 +247,7 @@ func (a *Auctioneer) Round(ctx context.Context) error {
 			return err
 		}
 		a.usage.reset(byCell, now)
-		cells, repURL = a.offers(presences, r.held)
+		cells, repURL = a.offers(r.presences, r.held)
 		result = auction.Place(cells, work)
 	}
 	for _, f := range result.Failed {
@@ -265,17 +266,18 @@ func (a *Auctioneer) Round(ctx context.Context) error {
 	return a.handOut(ctx, result.Placed, repURL, w, r)
 }
 
-// roundReads is what a round reads once it knows its work: what the cells hold of the LRPs
-// to place, and what to hand out should the work be placed.
+// roundReads is what a round reads once it knows its work: the cells, what they hold of the
+// LRPs to place, and what to hand out should the work be placed.
 type roundReads struct {
-	held     map[string][]db.HeldInstance
-	defs     map[db.DefinitionKey]model.LRPDefinition
-	taskDefs map[string]model.Task
-	fresh    bool // the fleet's sums were read in full for this round
+	presences []model.CellPresence
+	held      map[string][]db.HeldInstance
+	defs      map[db.DefinitionKey]model.LRPDefinition
+	taskDefs  map[string]model.Task
+	fresh     bool // the fleet's sums were read in full for this round
 }
 
-// read reads, together, what the round needs to place work: the instances the cells hold of
-// its LRPs, the fleet's sums when due, and the definitions of the work (all of it, though
+// read reads, together, what the round needs to place work: the cells, the instances they
+// hold of its LRPs, the fleet's sums when due, and the definitions of the work (all of it, though
 // some may not fit: the definitions are what a cell needs and are read in the same wave).
 func (a *Auctioneer) read(ctx context.Context, work []auction.Work, now time.Time) (roundReads, error) {
 	var guids, taskGUIDs []string
@@ -298,6 +300,7 @@ func (a *Auctioneer) read(ctx context.Context, work []auction.Work, now time.Tim
 	r := roundReads{fresh: a.usage.due(now, a.opts.Resync)}
 	var usages map[string]db.CellUsage
 	reads := []func(context.Context) error{
+		func(ctx context.Context) (err error) { r.presences, err = a.store.Cells(ctx); return },
 		func(ctx context.Context) (err error) { r.held, err = a.store.HeldInstances(ctx, guids); return },
 	}
 	if r.fresh {
