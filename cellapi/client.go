@@ -24,6 +24,10 @@ type Client struct {
 func NewClient(tlsConfig *tls.Config) *Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsConfig
+	// An auctioneer talks to every cell of the fleet each few rounds: the default pool (100
+	// idle connections in all) had it dial most cells afresh each round (with mutual TLS, a
+	// handshake each) once a fleet passed a hundred cells. A few per cell, no total bound.
+	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = 16
 	return &Client{http: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
 }

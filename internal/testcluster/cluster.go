@@ -254,8 +254,10 @@ func (c *Cluster) AddCell(id, zone string, capacity model.CellCapacity) *Cell {
 			StopGracePeriod: 100 * time.Millisecond,
 		},
 		Backend: backend,
-		BBS:     c.BBS,
-		Log:     zap.NewNop(),
+		// A client of its own, as each rep has: sharing the cluster's had a thousand cells
+		// contend for one pool of 64 connections, dialing afresh whenever it was short.
+		BBS: bbsclient.New(c.URL, nil),
+		Log: zap.NewNop(),
 	})
 	agent, exec := built.Agent, built.Exec
 	sc := &Cell{ID: id, Zone: zone, Agent: agent, Exec: exec, done: make(chan error, 1)}
