@@ -189,8 +189,7 @@ definition AS (` + insertDefinition + `),
 created AS (` + insertMissingInstances("(SELECT instances FROM lrp)", "(CAST(:epochs AS text[]))[i + 1]") + `
     RETURNING instance_index)
 INSERT INTO events (name, data)
-SELECT e.name, CAST(e.data AS json)
-FROM unnest(CAST(:event_names AS text[]), CAST(:event_data AS text[])) WITH ORDINALITY AS e(name, data, n)
+` + eventRows(":event_names", ":event_data") + `
 WHERE e.n = 1 OR e.n - 2 IN (SELECT instance_index FROM created)
 ORDER BY e.n`
 
@@ -204,9 +203,8 @@ type desireArgs struct {
 	Since             int64  `db:"since"`
 	// Epochs are the instances' modification epochs, by index.
 	Epochs pq.StringArray `db:"epochs"`
-	// EventNames and EventData are the LRP's created event, then the instance's at each index.
-	EventNames pq.StringArray `db:"event_names"`
-	EventData  pq.StringArray `db:"event_data"`
+	// encodedEvents are the LRP's created event, then the instance's at each index.
+	encodedEvents
 }
 
 func (s *Store) newDesireArgs(d *model.DesiredLRP) (*desireArgs, error) {
@@ -230,8 +228,12 @@ func (s *Store) newDesireArgs(d *model.DesiredLRP) (*desireArgs, error) {
 		a.Epochs[i] = uuid.NewString()
 		events = append(events, event(model.EventActualLRPCreated, unclaimedInstance(d, int32(i), a.Since, a.Epochs[i])))
 	}
-	a.EventNames, a.EventData, err = encodeEvents(events)
-	return a, err
+	e, err := encodeEvents(events)
+	if err != nil {
+		return nil, err
+	}
+	a.encodedEvents = *e
+	return a, nil
 }
 
 // DesiredLRPByProcessGUID returns the LRP projected through its active definition.

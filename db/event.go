@@ -69,27 +69,65 @@ func appendEvents(ctx context.Context, tx *sqlx.Tx, events ...pendingEvent) erro
 	if len(events) == 0 {
 		return nil
 	}
-	names, datas, err := encodeEvents(events)
+	e, err := encodeEvents(events)
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `
-INSERT INTO events (name, data) SELECT n, d::json FROM unnest($1::text[], $2::text[]) AS e(n, d)`, names, datas)
+	_, err = tx.ExecContext(ctx, `INSERT INTO events (name, data) `+eventRows("$1", "$2")+` ORDER BY e.n`, e.Names, e.Data)
 	return err
 }
 
-// encodeEvents is the names of events and their data as JSON, in two arrays for one INSERT.
-func encodeEvents(events []pendingEvent) (names, datas pq.StringArray, err error) {
-	names = make(pq.StringArray, len(events))
-	datas = make(pq.StringArray, len(events))
-	for i, e := range events {
-		b, err := json.Marshal(e.data)
-		if err != nil {
-			return nil, nil, fmt.Errorf("encode %s event: %w", e.name, err)
+// encodedEvents are a batch of events encoded for one INSERT: their names in a text array,
+// their data as one JSON array, which PostgreSQL takes apart (json_array_elements keeps each
+// element's text as written). A text array of JSON documents cost more: lib/pq escaped every
+// quote of every document and PostgreSQL unescaped them (placing 250,000 instances writes
+// 500,000 events; the escaping alone was 2 % of the run's CPU).
+type encodedEvents struct {
+	Names pq.StringArray `db:"event_names"`
+	Data  string         `db:"event_data"`
+}
+
+// eventRows is the SELECT of the events' rows (name, data) from the parameters named names
+// and data (encodedEvents' Names and Data; a named query of a struct embedding
+// encodedEvents names them :event_names and :event_data), as e with their order e.n.
+func eventRows(names, data string) string {
+	return `SELECT (CAST(` + names + ` AS text[]))[e.n], e.data
+FROM json_array_elements(CAST(` + data + ` AS json)) WITH ORDINALITY AS e(data, n)`
+}
+
+// encodeEvents encodes events for one INSERT.
+func encodeEvents(events []pendingEvent) (*encodedEvents, error) {
+	e := &encodedEvents{Names: make(pq.StringArray, len(events))}
+	b := make([]byte, 0, 1024*len(events))
+	b = append(b, '[')
+	for i, ev := range events {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		names[i], datas[i] = e.name, string(b)
+		var err error
+		if b, err = appendEventData(b, ev.data); err != nil {
+			return nil, fmt.Errorf("encode %s event: %w", ev.name, err)
+		}
+		e.Names[i] = ev.name
 	}
-	return names, datas, nil
+	e.Data = string(append(b, ']'))
+	return e, nil
+}
+
+// appendEventData appends an event's data as encoding/json writes it. Instances, the data of
+// most events (every claim, start and retirement), are written by model.ActualLRP.AppendJSON,
+// which writes the same bytes without reflection.
+func appendEventData(b []byte, data any) ([]byte, error) {
+	switch d := data.(type) {
+	case model.ActualLRP:
+		return d.AppendJSON(b), nil
+	case model.Change[model.ActualLRP]:
+		b = d.Before.AppendJSON(append(b, `{"before":`...))
+		b = d.After.AppendJSON(append(b, `,"after":`...))
+		return append(b, '}'), nil
+	}
+	j, err := json.Marshal(data)
+	return append(b, j...), err
 }
 
 // EventsAfter returns up to limit events with ids above after, in id order. When events
