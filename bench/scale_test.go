@@ -51,13 +51,20 @@ func BenchmarkScale(b *testing.B) {
 		b.Logf("%d cells up in %s", cells, time.Since(started).Round(time.Millisecond))
 
 		// Place and run everything from empty.
+		// Its CPU, which bounds it on two cores, is logged per instance by process (bench: the
+		// API, auctioneer, cells and sim instances; postgres), and BENCH_CPUPROFILE profiles
+		// this process over it alone.
+		_, cpuBefore := treeCPUByChild()
+		stopProfile := profileWindow(b)
 		start := time.Now()
 		desireAll(b, c, lrps, perLRP)
 		desired := time.Since(start)
 		waitRunning(b, c, total, 60*time.Minute)
 		placed := time.Since(start)
-		b.Logf("place and run %d instances of %d LRPs on %d cells: desired in %s, all RUNNING after %s (%.0f instances/s)",
-			total, lrps, cells, desired.Round(time.Millisecond), placed.Round(time.Millisecond), float64(total)/placed.Seconds())
+		stopProfile()
+		b.Logf("place and run %d instances of %d LRPs on %d cells: desired in %s, all RUNNING after %s (%.0f instances/s); CPU per instance: %s",
+			total, lrps, cells, desired.Round(time.Millisecond), placed.Round(time.Millisecond), float64(total)/placed.Seconds(),
+			cpuSince(cpuBefore, total))
 		b.ReportMetric(placed.Seconds(), "s-place-all")
 
 		// Convergence with nothing to do, once as placement leaves the store (the dead row

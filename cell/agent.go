@@ -255,10 +255,9 @@ func (a *Agent) eventLoop(ctx context.Context) {
 // offers it and what its capacity metrics report.
 func (a *Agent) Available() model.CellCapacity {
 	left := a.cfg.Capacity
-	for _, c := range a.exec.Containers() {
-		left.MemoryMB -= c.MemoryMB
-		left.DiskMB -= c.DiskMB
-		left.Containers--
-	}
+	memoryMB, diskMB, containers := a.exec.Reserved()
+	left.MemoryMB -= memoryMB
+	left.DiskMB -= diskMB
+	left.Containers -= containers
 	return left
 }

@@ -283,6 +283,18 @@ func (e *Executor) Containers() []Container {
 	return out
 }
 
+// Reserved is what the containers hold in all: memory, disk and their count. Cheaper than
+// summing Containers (no snapshots, no sort): a cell asks on every hand-out of work.
+func (e *Executor) Reserved() (memoryMB, diskMB, containers int32) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range e.containers {
+		memoryMB += c.MemoryMB
+		diskMB += c.DiskMB
+	}
+	return memoryMB, diskMB, int32(len(e.containers))
+}
+
 // Get returns a snapshot of one container.
 func (e *Executor) Get(guid string) (Container, bool) {
 	e.mu.Lock()
