@@ -188,8 +188,8 @@ var desireLRP = `WITH lrp AS (
 definition AS (` + insertDefinition + `),
 created AS (` + insertMissingInstances("(SELECT instances FROM lrp)", "(CAST(:epochs AS text[]))[i + 1]") + `
     RETURNING instance_index)
-INSERT INTO events (name, data)
-` + eventRows(":event_names", ":event_data") + `
+INSERT INTO events (name, data, process_guid, placement)
+` + eventRows(":event_names", ":event_data", ":event_guids", ":event_placement") + `
 WHERE e.n = 1 OR e.n - 2 IN (SELECT instance_index FROM created)
 ORDER BY e.n`
 

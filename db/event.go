@@ -2,9 +2,12 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -73,31 +76,40 @@ func appendEvents(ctx context.Context, tx *sqlx.Tx, events ...pendingEvent) erro
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO events (name, data) `+eventRows("$1", "$2")+` ORDER BY e.n`, e.Names, e.Data)
+	_, err = tx.ExecContext(ctx, `INSERT INTO events (name, data, process_guid, placement) `+
+		eventRows("$1", "$2", "$3", "$4")+` ORDER BY e.n`, e.Names, e.Data, e.GUIDs, e.Placement)
 	return err
 }
 
 // encodedEvents are a batch of events encoded for one INSERT: their names in a text array,
 // their data as one JSON array, which PostgreSQL takes apart (json_array_elements keeps each
-// element's text as written). A text array of JSON documents cost more: lib/pq escaped every
+// element's text as written), and what the notification trigger reads of each (GUIDs,
+// Placement; migration 0014). A text array of JSON documents cost more: lib/pq escaped every
 // quote of every document and PostgreSQL unescaped them (placing 250,000 instances writes
 // 500,000 events; the escaping alone was 2 % of the run's CPU).
 type encodedEvents struct {
 	Names pq.StringArray `db:"event_names"`
 	Data  string         `db:"event_data"`
+	// GUIDs and Placement are each event's LRP and whether it makes work for placement, NULL
+	// where the trigger is to read them from the data (eventNotice).
+	GUIDs     any `db:"event_guids"`
+	Placement any `db:"event_placement"`
 }
 
-// eventRows is the SELECT of the events' rows (name, data) from the parameters named names
-// and data (encodedEvents' Names and Data; a named query of a struct embedding
-// encodedEvents names them :event_names and :event_data), as e with their order e.n.
-func eventRows(names, data string) string {
-	return `SELECT (CAST(` + names + ` AS text[]))[e.n], e.data
+// eventRows is the SELECT of the events' rows (name, data, process_guid, placement) from the
+// parameters named names, data, guids and placement (encodedEvents' fields in order; a named
+// query of a struct embedding encodedEvents names them :event_names, :event_data,
+// :event_guids and :event_placement), as e with their order e.n.
+func eventRows(names, data, guids, placement string) string {
+	return `SELECT (CAST(` + names + ` AS text[]))[e.n], e.data, (CAST(` + guids + ` AS text[]))[e.n],
+    (CAST(` + placement + ` AS bool[]))[e.n]
 FROM json_array_elements(CAST(` + data + ` AS json)) WITH ORDINALITY AS e(data, n)`
 }
 
 // encodeEvents encodes events for one INSERT.
 func encodeEvents(events []pendingEvent) (*encodedEvents, error) {
 	e := &encodedEvents{Names: make(pq.StringArray, len(events))}
+	guids, placement := make([]sql.NullString, len(events)), make([]sql.NullBool, len(events))
 	b := make([]byte, 0, 1024*len(events))
 	b = append(b, '[')
 	for i, ev := range events {
@@ -109,9 +121,35 @@ func encodeEvents(events []pendingEvent) (*encodedEvents, error) {
 			return nil, fmt.Errorf("encode %s event: %w", ev.name, err)
 		}
 		e.Names[i] = ev.name
+		guids[i], placement[i] = ev.notice()
 	}
 	e.Data = string(append(b, ']'))
+	e.GUIDs, e.Placement = pq.Array(guids), pq.Array(placement)
 	return e, nil
+}
+
+// notice is what the events trigger (migration 0014) reads of the event: the LRP whose
+// waiters it wakes, and whether it makes work for placement — for an instance's events, the
+// bulk of them, the values the trigger would read from the data; NULL for the others, whose
+// data the trigger reads. TestEventNoticesAreTheTriggers holds the two equal.
+func (e pendingEvent) notice() (guid sql.NullString, placement sql.NullBool) {
+	known := func(g string, p bool) (sql.NullString, sql.NullBool) {
+		if !utf8.ValidString(g) || strings.IndexByte(g, 0) >= 0 {
+			// Not text PostgreSQL stores: the trigger reads the JSON's version (and refuses a NUL).
+			return sql.NullString{}, sql.NullBool{}
+		}
+		return sql.NullString{String: g, Valid: true}, sql.NullBool{Bool: p, Valid: true}
+	}
+	makesWork := e.name == model.EventActualLRPCreated || e.name == model.EventActualLRPChanged
+	switch d := e.data.(type) {
+	case model.ActualLRP:
+		return known(d.ProcessGUID, makesWork && d.State == model.StateUnclaimed)
+	case model.Change[model.ActualLRP]:
+		return known(d.After.ProcessGUID, makesWork && d.After.State == model.StateUnclaimed)
+	case model.Crash:
+		return known(d.ProcessGUID, makesWork && d.State == model.StateUnclaimed)
+	}
+	return sql.NullString{}, sql.NullBool{}
 }
 
 // appendEventData appends an event's data as encoding/json writes it. Instances, the data of

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
@@ -233,5 +234,75 @@ func TestEventsAreWrittenAsEncodingJSONWritesThem(t *testing.T) {
 	wantType(t, err, model.ErrInvalidRequest)
 	if n := count(t, s, `SELECT count(*) FROM events`); n != len(names) {
 		t.Fatalf("%d events stored, want %d", n, len(names))
+	}
+}
+
+// TestEventNoticesAreTheTriggers: what the store writes beside an instance's event for the
+// notification trigger (its LRP, whether it makes work for placement) is what the trigger
+// reads out of the event's data when it is left out (migration 0014), for every name and
+// state that matters; other events leave both to the trigger.
+func TestEventNoticesAreTheTriggers(t *testing.T) {
+	s := dbtest.NewStore(t)
+	var names []string
+	var data []any
+	add := func(name string, d any) { names, data = append(names, name), append(data, d) }
+	for _, state := range []string{model.StateUnclaimed, model.StateClaimed, model.StateRunning, model.StateCrashed, ""} {
+		for _, guid := range []string{"app", ""} {
+			a := model.ActualLRP{ActualLRPKey: model.ActualLRPKey{ProcessGUID: guid, Index: 1, Domain: "d"}, State: state}
+			other := a
+			other.ProcessGUID, other.State = "before", model.StateRunning
+			for _, name := range []string{model.EventActualLRPCreated, model.EventActualLRPChanged, model.EventActualLRPRemoved, model.EventActualLRPCrashed} {
+				add(name, a)
+				add(name, model.Change[model.ActualLRP]{Before: other, After: a})
+				add(name, model.Change[model.ActualLRP]{Before: a, After: other})
+				add(name, model.Crash{ActualLRP: a, Before: other})
+			}
+		}
+	}
+	add(model.EventTaskCreated, map[string]any{"task_guid": "t", "state": model.StateUnclaimed})
+	add(model.EventRolloutChanged, map[string]any{"process_guid": "app"})
+	if err := s.AppendEvents(ctx, names, data); err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct {
+		ID                      int64
+		Name                    string
+		GUID, FromData          *string
+		Placement, PlacementDue *bool
+	}
+	if err := s.DB().SelectContext(ctx, &rows, `SELECT id, name AS name, process_guid AS guid,
+    coalesce(data->>'process_guid', data->'after'->>'process_guid', data->'before'->>'process_guid') AS fromdata,
+    placement,
+    (name IN ('actual_lrp_instance_created', 'actual_lrp_instance_changed')
+        AND coalesce(data->'after'->>'state', data->>'state') = 'UNCLAIMED')
+        OR (name IN ('task_created', 'task_changed') AND coalesce(data->'after'->>'state', data->>'state') = 'PENDING') AS placementdue
+FROM events ORDER BY id`); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(names) {
+		t.Fatalf("%d events, want %d", len(rows), len(names))
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return "NULL"
+		}
+		return strconv.Quote(*p)
+	}
+	written := 0
+	for i, r := range rows {
+		if _, other := data[i].(map[string]any); other {
+			if r.GUID != nil || r.Placement != nil {
+				t.Errorf("event %d (%s %v): wrote %s %v, want both left to the trigger", i, r.Name, data[i], str(r.GUID), r.Placement)
+			}
+			continue
+		}
+		written++
+		if r.GUID == nil || r.Placement == nil || str(r.GUID) != str(r.FromData) || *r.Placement != *r.PlacementDue {
+			t.Errorf("event %d (%s %+v): wrote %s %v, the trigger reads %s %v", i, r.Name, data[i], str(r.GUID), r.Placement,
+				str(r.FromData), *r.PlacementDue)
+		}
+	}
+	if written == 0 {
+		t.Fatal("no event had its notice written")
 	}
 }
