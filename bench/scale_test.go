@@ -241,44 +241,83 @@ func startAPIProcess(b *testing.B, dbURL string) *apiProcess {
 	if err := build.Run(); err != nil {
 		b.Fatalf("build bbs: %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
+	// The ports are picked free and then handed to the process: in between, one of the
+	// thousands of connections the cluster keeps open may take one as its local port. The
+	// process then fails to listen, and is started again on other ports.
+	for attempt := 1; ; attempt++ {
+		addr, protocolAddr := freeAddr(b), freeAddr(b)
+		var out syncBuffer
+		cmd := exec.Command(bin, "api", "--listen", addr, "--bbs-listen", protocolAddr, "--log-level", "warn")
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		p := &apiProcess{cmd: cmd, url: "http://" + addr, protocolURL: "http://" + protocolAddr}
+		if p.ready(exited) {
+			b.Cleanup(func() {
+				cmd.Process.Signal(os.Interrupt)
+				<-exited
+			})
+			return p
+		}
+		cmd.Process.Kill()
+		<-exited
+		if !strings.Contains(out.String(), "address already in use") || attempt == 5 {
+			b.Fatalf("bbs api not ready after 30 s (attempt %d):\n%s", attempt, out.String())
+		}
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	var out bytes.Buffer
-	pln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	protocolAddr := pln.Addr().String()
-	pln.Close()
-	cmd := exec.Command(bin, "api", "--listen", addr, "--bbs-listen", protocolAddr, "--log-level", "warn")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-	})
-	p := &apiProcess{cmd: cmd, url: "http://" + addr, protocolURL: "http://" + protocolAddr}
+}
+
+// ready waits up to 30 s for the process to answer its health check; false if it did not,
+// or exited first.
+func (p *apiProcess) ready(exited <-chan struct{}) bool {
 	deadline := time.Now().Add(30 * time.Second)
-	for {
+	for time.Now().Before(deadline) {
 		resp, err := http.Get(p.url + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return p
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("bbs api not ready after 30 s: %v\n%s", err, out.String())
+		select {
+		case <-exited:
+			return false
+		case <-time.After(100 * time.Millisecond):
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
+	return false
+}
+
+// freeAddr is a loopback address with a port free when it returned.
+func freeAddr(b *testing.B) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// syncBuffer is a bytes.Buffer a process writes to while the benchmark reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // list posts an empty filter to path and times the whole response; the items under field
