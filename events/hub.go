@@ -17,6 +17,8 @@ import (
 // Source is the store's event log.
 type Source interface {
 	EventsAfter(ctx context.Context, after int64, limit int) ([]model.Event, error)
+	// EventIDsAfter is EventsAfter without the data, for a hub without subscribers.
+	EventIDsAfter(ctx context.Context, after int64, limit int) ([]model.Event, error)
 	LastEventID(ctx context.Context) (int64, error)
 }
 
@@ -96,11 +98,13 @@ func (h *Hub) subscribe() (<-chan model.Event, func(), int64) {
 // database that does not answer at start is retried with back-off rather than leaving the
 // hub dead while the API serves streams that would never carry anything.
 func (h *Hub) Run(ctx context.Context) error {
-	defer h.dropAll()
+	defer h.closeAll(0)
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		last, err := h.src.LastEventID(ctx)
 		if err == nil {
+			h.mu.Lock()
 			h.last = last
+			h.mu.Unlock()
 			break
 		}
 		if ctx.Err() != nil {
@@ -135,26 +139,40 @@ func (h *Hub) Run(ctx context.Context) error {
 
 // drain delivers every new event it can, stopping at a hole in the ids until the hole is
 // older than GapWait. It returns when the current hole was first seen (zero: no hole).
+//
+// Without subscribers it reads only the events' ids (and names, for the pruned marker):
+// it must still know where the log's complete prefix ends, for those who subscribe later,
+// but nobody needs the documents. One who subscribes meanwhile has the rest of the batch
+// read again, with its data (pass).
 func (h *Hub) drain(ctx context.Context, gapSince time.Time) time.Time {
 	for {
-		evs, err := h.src.EventsAfter(ctx, h.last, 1000)
+		h.mu.Lock()
+		quiet, after := len(h.subs) == 0, h.last
+		h.mu.Unlock()
+		read := h.src.EventsAfter
+		if quiet {
+			read = h.src.EventIDsAfter
+		}
+		evs, err := read(ctx, after, 1000)
 		if err != nil {
 			if ctx.Err() == nil {
 				h.log.Warn("reading events", zap.Error(err))
 			}
 			return gapSince
 		}
+		complete := true
 		for _, e := range evs {
 			if e.Name == db.EventsPruned {
 				// Events this hub had not read yet were pruned (it stalled for longer than
 				// the log keeps them): its subscribers missed them, and skipping on would
 				// hide it. They are dropped, as when they fall behind, to re-read the state.
-				h.dropAll()
-				gapSince = time.Time{}
-				h.last = e.ID
+				h.log.Warn("events were pruned before the hub read them: dropping every subscriber, to re-read the state",
+					zap.Int64("after_event_id", after))
+				h.closeAll(e.ID)
+				gapSince, after = time.Time{}, e.ID
 				continue
 			}
-			if e.ID != h.last+1 {
+			if e.ID != after+1 {
 				if gapSince.IsZero() {
 					gapSince = time.Now()
 				}
@@ -163,30 +181,29 @@ func (h *Hub) drain(ctx context.Context, gapSince time.Time) time.Time {
 				}
 			}
 			gapSince = time.Time{}
-			h.last = e.ID
-			h.publish(e)
+			if !h.pass(e, quiet) {
+				complete = false
+				break
+			}
+			after = e.ID
 		}
-		if len(evs) < 1000 {
+		if complete && len(evs) < 1000 {
 			return gapSince
 		}
 	}
 }
 
-// dropAll ends every subscription, closing its channel.
-func (h *Hub) dropAll() {
+// pass hands e to every subscriber and moves the hub past it, at once for whoever
+// subscribes (which reads where the hub is). An event read quietly (without its data, there
+// being no subscriber then) is only passed over, and not even that once someone subscribed
+// meanwhile: false, the event is to be read again with its data.
+func (h *Hub) pass(e model.Event, quiet bool) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.log.Warn("events were pruned before the hub read them: dropping every subscriber, to re-read the state",
-		zap.Int64("after_event_id", h.last), zap.Int("subscribers", len(h.subs)))
-	for ch := range h.subs {
-		delete(h.subs, ch)
-		close(ch)
+	if quiet && len(h.subs) > 0 {
+		return false
 	}
-}
-
-func (h *Hub) publish(e model.Event) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.last = e.ID
 	for ch := range h.subs {
 		select {
 		case ch <- e:
@@ -195,5 +212,18 @@ func (h *Hub) publish(e model.Event) {
 			delete(h.subs, ch)
 			close(ch)
 		}
+	}
+	return true
+}
+
+// closeAll ends every subscription, closing its channel; marker, when not 0, is the pruned
+// marker the hub moves past.
+func (h *Hub) closeAll(marker int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.last = max(h.last, marker)
+	for ch := range h.subs {
+		delete(h.subs, ch)
+		close(ch)
 	}
 }

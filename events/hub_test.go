@@ -9,6 +9,7 @@ import (
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/events"
 	"github.com/updatable-lrps/bbs/internal/dbtest"
+	"github.com/updatable-lrps/bbs/internal/testwait"
 	"github.com/updatable-lrps/bbs/model"
 	"go.uber.org/zap/zaptest"
 )
@@ -28,6 +29,12 @@ func (p *pausable) EventsAfter(ctx context.Context, after int64, limit int) ([]m
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.Store.EventsAfter(ctx, after, limit)
+}
+
+func (p *pausable) EventIDsAfter(ctx context.Context, after int64, limit int) ([]model.Event, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.Store.EventIDsAfter(ctx, after, limit)
 }
 
 // startHub runs a hub over s until the test ends.
@@ -160,5 +167,89 @@ func waitDropped(t *testing.T, ch <-chan model.Event, lostFrom int64) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("the subscriber was not dropped")
 		}
+	}
+}
+
+// quietSource counts the hub's reads with data and without, and can act on a read without.
+type quietSource struct {
+	*db.Store
+	mu              sync.Mutex
+	withData, quiet int
+	onQuiet         func(read []model.Event)
+}
+
+func (q *quietSource) EventsAfter(ctx context.Context, after int64, limit int) ([]model.Event, error) {
+	evs, err := q.Store.EventsAfter(ctx, after, limit)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(evs) > 0 {
+		q.withData++
+	}
+	return evs, err
+}
+
+func (q *quietSource) EventIDsAfter(ctx context.Context, after int64, limit int) ([]model.Event, error) {
+	evs, err := q.Store.EventIDsAfter(ctx, after, limit)
+	q.mu.Lock()
+	onQuiet := q.onQuiet
+	if len(evs) > 0 {
+		q.quiet++
+		q.onQuiet = nil
+	}
+	q.mu.Unlock()
+	if len(evs) > 0 && onQuiet != nil {
+		onQuiet(evs)
+	}
+	return evs, err
+}
+
+func (q *quietSource) counts() (withData, quiet int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.withData, q.quiet
+}
+
+// A hub nobody subscribes to follows the log's ids without reading the events' data; one who
+// subscribes while it reads so gets every event after the subscription all the same, with its
+// data (the batch is read again), and the events after.
+func TestHubWithoutSubscribersReadsNoData(t *testing.T) {
+	s := dbtest.NewStore(t)
+	src := &quietSource{Store: s}
+	hub := events.NewHub(src, s.Notifications(), events.Options{GapWait: 100 * time.Millisecond, Poll: 50 * time.Millisecond}, zaptest.NewLogger(t))
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); hub.Run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	// Events until the hub reads one (it starts where the log ends when it starts).
+	testwait.Until(t, 10*time.Second, 100*time.Millisecond, "the hub to read events quietly", func() bool {
+		addEvent(t, s, model.EventDesiredLRPCreated)
+		time.Sleep(100 * time.Millisecond)
+		_, quiet := src.counts()
+		return quiet > 0
+	})
+	if withData, _ := src.counts(); withData != 0 {
+		t.Fatalf("the hub read %d batches with their data while nobody subscribed", withData)
+	}
+
+	subscribed := make(chan (<-chan model.Event), 1)
+	src.mu.Lock()
+	src.onQuiet = func([]model.Event) {
+		ch, stop := hub.Subscribe()
+		t.Cleanup(stop)
+		subscribed <- ch
+	}
+	src.mu.Unlock()
+	first := addEvent(t, s, model.EventDesiredLRPChanged)
+	second := addEvent(t, s, model.EventDesiredLRPRemoved)
+	ch := <-subscribed
+	for _, want := range []int64{first, second} {
+		if e := next(t, ch); e.ID != want || string(e.Data) != "{}" {
+			t.Fatalf("got %+v, want event %d with its data", e, want)
+		}
+	}
+	third := addEvent(t, s, model.EventDesiredLRPChanged)
+	if e := next(t, ch); e.ID != third {
+		t.Fatalf("got %+v, want event %d", e, third)
 	}
 }
