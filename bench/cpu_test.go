@@ -86,7 +86,7 @@ func cpuSince(before map[string]time.Duration, steps int) string {
 	_, now := treeCPUByChild()
 	var sb strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(now)) {
-		fmt.Fprintf(&sb, "%s %.1f ms  ", name, float64((now[name]-before[name]).Microseconds())/1000/float64(steps))
+		fmt.Fprintf(&sb, "%s %.3g ms  ", name, float64((now[name]-before[name]).Microseconds())/1000/float64(steps))
 	}
 	return sb.String()
 }
