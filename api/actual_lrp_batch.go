@@ -18,6 +18,10 @@ const maxBatch = 1000
 // give, in order.
 type batchRequest struct {
 	Instances []startRequest `json:"instances"`
+	// ErrorsOnly asks for each instance's error alone, {} for one taken: a cell needs no
+	// more, and the instances as stored were half the JSON a fleet's placement encoded
+	// and decoded.
+	ErrorsOnly bool `json:"errors_only,omitempty"`
 }
 
 func (r *batchRequest) Validate() error {
@@ -67,18 +71,21 @@ type batchResponse struct {
 
 func (h *lifecycleHandlers) claimActualLRPs(ctx context.Context, req *batchRequest) (batchResponse, error) {
 	res, err := h.store.ClaimActualLRPs(ctx, req.reports())
-	return h.batchResponse(ctx, res), err
+	return h.batchResponse(ctx, res, req.ErrorsOnly), err
 }
 
 func (h *lifecycleHandlers) startActualLRPs(ctx context.Context, req *batchRequest) (batchResponse, error) {
 	res, err := h.store.StartActualLRPs(ctx, req.reports())
-	return h.batchResponse(ctx, res), err
+	return h.batchResponse(ctx, res, req.ErrorsOnly), err
 }
 
-func (h *lifecycleHandlers) batchResponse(ctx context.Context, res []db.BatchResult) batchResponse {
+func (h *lifecycleHandlers) batchResponse(ctx context.Context, res []db.BatchResult, errorsOnly bool) batchResponse {
 	out := batchResponse{Results: make([]batchResult, len(res))}
 	for i, r := range res {
-		out.Results[i] = batchResult{ActualLRP: r.ActualLRP, Error: itemError(ctx, h.log, r.Err)}
+		out.Results[i].Error = itemError(ctx, h.log, r.Err)
+		if !errorsOnly {
+			out.Results[i].ActualLRP = r.ActualLRP
+		}
 	}
 	return out
 }

@@ -45,6 +45,21 @@ func TestBatchClaimAndStart(t *testing.T) {
 	if got := h.ok("/v1/actual_lrps/claim_batch", obj{}).list(t, "results"); len(got) != 0 {
 		t.Fatalf("an empty batch answered %v", got)
 	}
+
+	// errors_only: {} for each instance taken, the error for the others, the writes the same.
+	h.desire(lrp("other", "d", 1, nil))
+	res = h.ok("/v1/actual_lrps/claim_batch", obj{"errors_only": true, "instances": []obj{
+		batchItem("other", 0, "cell-3"), batchItem("other", 5, "cell-3"),
+	}}).list(t, "results")
+	if len(res) != 2 || len(res[0]) != 0 {
+		t.Fatalf("errors only: results %v, want {} then an error", res)
+	}
+	if e := res[1].obj(t, "error"); e.str(t, "type") != string(model.ErrResourceNotFound) {
+		t.Fatalf("errors only: result for a missing index = %v, want ResourceNotFound", res[1])
+	}
+	if a := h.ok("/v1/actual_lrps/list", obj{"process_guid": "other"}).list(t, "actual_lrps")[0]; a.str(t, "state") != "CLAIMED" {
+		t.Fatalf("errors only: the claim was not written: %v", a)
+	}
 }
 
 // TestBatchRefusesBadInputWhole: one bad instance makes the whole batch an InvalidRequest,

@@ -107,11 +107,10 @@ func (c *Client) StartActualLRP(ctx context.Context, req InstanceRequest) (*mode
 	return c.lifecycle(ctx, "start", req)
 }
 
-// BatchResult is one instance's answer in a batch report: the instance as stored, or the
-// error its single route would have returned.
+// BatchResult is one instance's answer in a batch report: the error its single route would
+// have returned, if any. The client asks for errors only (errors_only): a cell needs no more.
 type BatchResult struct {
-	ActualLRP *model.ActualLRP `json:"actual_lrp,omitempty"`
-	Error     *model.Error     `json:"error,omitempty"`
+	Error *model.Error `json:"error,omitempty"`
 }
 
 // Err is the instance's error, nil when its write was taken.
@@ -148,8 +147,9 @@ func (c *Client) batch(ctx context.Context, route string, reports []InstanceRequ
 			Results []BatchResult `json:"results"`
 		}
 		if err := c.post(ctx, "/v1/actual_lrps/"+route, struct {
-			Instances []InstanceRequest `json:"instances"`
-		}{reports[:n]}, &resp); err != nil {
+			Instances  []InstanceRequest `json:"instances"`
+			ErrorsOnly bool              `json:"errors_only"`
+		}{reports[:n], true}, &resp); err != nil {
 			return out, err
 		}
 		if len(resp.Results) != n {
