@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/internal/syncbuf"
 	"github.com/updatable-lrps/bbs/internal/testcluster"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol/pb"
@@ -246,7 +246,7 @@ func startAPIProcess(b *testing.B, dbURL string) *apiProcess {
 	// process then fails to listen, and is started again on other ports.
 	for attempt := 1; ; attempt++ {
 		addr, protocolAddr := freeAddr(b), freeAddr(b)
-		var out syncBuffer
+		var out syncbuf.Buffer
 		cmd := exec.Command(bin, "api", "--listen", addr, "--bbs-listen", protocolAddr, "--log-level", "warn")
 		cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -300,24 +300,6 @@ func freeAddr(b *testing.B) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// syncBuffer is a bytes.Buffer a process writes to while the benchmark reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // list posts an empty filter to path and times the whole response; the items under field

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/updatable-lrps/bbs/internal/dbtest"
+	"github.com/updatable-lrps/bbs/internal/syncbuf"
 )
 
 var bbsBin, demoBin string
@@ -47,26 +48,9 @@ func TestMain(m *testing.M) {
 // process is a running bbs command whose output is kept for failure messages.
 type process struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *syncbuf.Buffer
 	done chan struct{}
 	err  error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // start runs bbs with args and env (added to a minimal environment without DATABASE_URL).
@@ -74,7 +58,7 @@ func start(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
 	cmd := exec.Command(bbsBin, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
-	p := &process{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &process{cmd: cmd, out: &syncbuf.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start bbs %v: %v", args, err)

@@ -17,6 +17,8 @@ import (
 	"github.com/pkg/sftp"
 	"go.uber.org/zap/zaptest"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/updatable-lrps/bbs/internal/syncbuf"
 )
 
 func newSigner(t testing.TB) ssh.Signer {
@@ -144,7 +146,7 @@ func TestShellWithATerminal(t *testing.T) {
 		t.Fatalf("pty-req: %v", err)
 	}
 	in, _ := s.StdinPipe()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	s.Stdout = &out
 	if err := s.Shell(); err != nil {
 		t.Fatal(err)
@@ -270,7 +272,7 @@ func TestBadRequestsAreRefusedClearly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	s.Stderr = &stderr
 	for _, r := range []struct {
 		typ     string

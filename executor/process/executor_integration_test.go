@@ -15,13 +15,14 @@ import (
 
 	"github.com/updatable-lrps/bbs/executor"
 	"github.com/updatable-lrps/bbs/executor/process"
+	"github.com/updatable-lrps/bbs/internal/syncbuf"
 	"github.com/updatable-lrps/bbs/model"
 )
 
 // The executor driving real processes: health checks, crashes and stops end to end.
 
-func newExecutor(t *testing.T) (*executor.Executor, *syncBuffer) {
-	out := &syncBuffer{}
+func newExecutor(t *testing.T) (*executor.Executor, *syncbuf.Buffer) {
+	out := &syncbuf.Buffer{}
 	e := executor.New(process.New(t.TempDir(), zaptest.NewLogger(t)), executor.Config{
 		// Above Linux's ephemeral ports, apart from the ranges of the executor package's own
 		// tests and from the cells that the dev and cluster modes start in other packages'

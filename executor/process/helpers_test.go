@@ -1,7 +1,6 @@
 package process_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -9,16 +8,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/updatable-lrps/bbs/internal/testwait"
 
 	"go.uber.org/zap/zaptest"
 
 	"github.com/updatable-lrps/bbs/executor"
 	"github.com/updatable-lrps/bbs/executor/process"
+	"github.com/updatable-lrps/bbs/internal/syncbuf"
+	"github.com/updatable-lrps/bbs/internal/testwait"
 	"github.com/updatable-lrps/bbs/model"
 )
 
@@ -43,24 +41,6 @@ func TestMain(m *testing.M) {
 		}
 		return m.Run()
 	}())
-}
-
-// syncBuffer collects instance output from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func run(path string, args ...string) *model.Action {
@@ -88,12 +68,12 @@ type fixture struct {
 	t       *testing.T
 	backend *process.Backend
 	workDir string
-	out     *syncBuffer
+	out     *syncbuf.Buffer
 }
 
 func newFixture(t *testing.T) *fixture {
 	dir := t.TempDir()
-	return &fixture{t: t, workDir: dir, out: &syncBuffer{}, backend: process.New(dir, zaptest.NewLogger(t))}
+	return &fixture{t: t, workDir: dir, out: &syncbuf.Buffer{}, backend: process.New(dir, zaptest.NewLogger(t))}
 }
 
 func (f *fixture) spec(guid string, d model.LRPDefinition) executor.StartSpec {
