@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -359,6 +360,36 @@ func (r *listRow) model() (model.ActualLRP, error) {
 	r.Index, r.CrashCount, r.ModificationIndex = int32(r.index), int32(r.crashCount), uint32(r.modificationIndex)
 	r.Ports, r.InternalRoutes, r.MetricTags = r.ports, r.internalRoutes, r.metricTags
 	return r.actualRow.model()
+}
+
+// kept is the row as an actualRow that outlives the next scan (its JSON copied).
+func (r *listRow) kept() actualRow {
+	a := r.actualRow
+	a.Index, a.CrashCount, a.ModificationIndex = int32(r.index), int32(r.crashCount), uint32(r.modificationIndex)
+	a.Ports, a.InternalRoutes, a.MetricTags = bytes.Clone(r.ports), bytes.Clone(r.internalRoutes), bytes.Clone(r.metricTags)
+	return a
+}
+
+// queryActualRows runs query, which selects or returns actualColumns, and reads the rows as
+// the lists do (listRow), without sqlx's reflection and database/sql's conversions of
+// integers through strings: the grouped claims and starts read and write hundreds of
+// instances a statement.
+func queryActualRows(ctx context.Context, q sqlx.QueryerContext, query string, args ...any) ([]actualRow, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []actualRow
+	var r listRow
+	fields := r.fields()
+	for rows.Next() {
+		if err := rows.Scan(fields...); err != nil {
+			return nil, err
+		}
+		out = append(out, r.kept())
+	}
+	return out, rows.Err()
 }
 
 // ActualLRPGroupByProcessGUIDAndIndex returns the group at an index of the LRP's active

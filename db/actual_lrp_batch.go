@@ -181,8 +181,7 @@ func lockInstances(ctx context.Context, tx *sqlx.Tx, keys []slotKey) (map[slotKe
 	for i, k := range keys {
 		guids[i], defs[i], indices[i] = k.guid, k.def, int64(k.index)
 	}
-	var rows []actualRow
-	err := tx.SelectContext(ctx, &rows, `SELECT `+actualColumns+` FROM actual_lrps
+	rows, err := queryActualRows(ctx, tx, `SELECT `+actualColumns+` FROM actual_lrps
 WHERE (process_guid, definition_id, instance_index) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::int[]))
   AND presence = 'ORDINARY'
 ORDER BY process_guid, definition_id, instance_index
@@ -220,8 +219,7 @@ func writeInstances(ctx context.Context, tx *sqlx.Tx, lrps []model.ActualLRP) ([
 		perrs[i], since[i], crashes[i], reasons[i] = a.PlacementError, a.Since, int64(a.CrashCount), a.CrashReason
 		prefs[i], notReady[i] = a.PreferredAddress, a.NotReady
 	}
-	var rows []actualRow
-	err := tx.SelectContext(ctx, &rows, `UPDATE actual_lrps SET
+	rows, err := queryActualRows(ctx, tx, `UPDATE actual_lrps SET
     state = u.u_state, instance_guid = u.u_ig, cell_id = u.u_cell, address = u.u_addr, ports = u.u_ports::json,
     instance_address = u.u_iaddr, placement_error = u.u_perr, since = u.u_since, crash_count = u.u_crashes,
     crash_reason = u.u_reason, preferred_address = u.u_pref, availability_zone = `+cellZone("u.u_cell")+`,

@@ -280,7 +280,8 @@ func formatDuration(d time.Duration) string {
 // startSpec builds what the backend needs, including the environment Diego gives instances.
 func (e *Executor) startSpec(c *container) StartSpec {
 	def := c.spec.Definition
-	env := append([]model.EnvironmentVariable(nil), def.Env...)
+	env := make([]model.EnvironmentVariable, 0, len(def.Env)+10) // the definition's, then up to 10 of Diego's
+	env = append(env, def.Env...)
 	add := func(name, value string) {
 		env = append(env, model.EnvironmentVariable{Name: name, Value: value})
 	}

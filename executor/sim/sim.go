@@ -259,9 +259,12 @@ func (in *instance) Stop(time.Duration) {
 
 func parseScript(env []model.EnvironmentVariable) (script, error) {
 	sc := script{crashAfter: -1, exitAfter: -1, monitor: probe{mode: "pass"}, readiness: probe{mode: "pass"}, healthyProb: 1}
-	vars := map[string]string{}
+	var vars map[string]string // most instances have none: no map to make
 	for _, v := range env {
 		if strings.HasPrefix(v.Name, "SIM_") {
+			if vars == nil {
+				vars = map[string]string{}
+			}
 			vars[v.Name] = v.Value // later entries win, as in a process environment
 		}
 	}
@@ -299,9 +302,12 @@ func parseScript(env []model.EnvironmentVariable) (script, error) {
 	if err != nil {
 		return script{}, err
 	}
-	for name, dst := range map[string]*probe{"SIM_MONITOR": &sc.monitor, "SIM_READINESS": &sc.readiness} {
-		if v, ok := vars[name]; ok {
-			if *dst, err = parseProbe(name, v); err != nil {
+	for _, p := range []struct {
+		name string
+		dst  *probe
+	}{{"SIM_MONITOR", &sc.monitor}, {"SIM_READINESS", &sc.readiness}} {
+		if v, ok := vars[p.name]; ok {
+			if *p.dst, err = parseProbe(p.name, v); err != nil {
 				return script{}, err
 			}
 		}
