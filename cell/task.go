@@ -106,6 +106,7 @@ func (a *Agent) handleCancelTask(w http.ResponseWriter, r *http.Request) {
 
 // splitTasks separates task containers from instance containers.
 func splitTasks(containers []executor.Container) (instances, tasks []executor.Container) {
+	instances = make([]executor.Container, 0, len(containers)) // the usual case: all of them
 	for _, c := range containers {
 		if c.TaskGUID != "" {
 			tasks = append(tasks, c)
