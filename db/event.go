@@ -91,7 +91,7 @@ type encodedEvents struct {
 	Names pq.StringArray `db:"event_names"`
 	Data  string         `db:"event_data"`
 	// GUIDs and Placement are each event's LRP and whether it makes work for placement, NULL
-	// where the trigger is to read them from the data (eventNotice).
+	// where the trigger is to read them from the data (pendingEvent.notice).
 	GUIDs     any `db:"event_guids"`
 	Placement any `db:"event_placement"`
 }
