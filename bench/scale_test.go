@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/internal/freeport"
 	"github.com/updatable-lrps/bbs/internal/syncbuf"
 	"github.com/updatable-lrps/bbs/internal/testcluster"
 	"github.com/updatable-lrps/bbs/model"
@@ -69,20 +69,13 @@ func BenchmarkScale(b *testing.B) {
 
 		// Convergence with nothing to do, once as placement leaves the store (the dead row
 		// versions of 500,000 claim and start writes not yet vacuumed)...
-		t0 := time.Now()
-		res, err := c.Store.Converge(ctx, db.ConvergeOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(res.ToStop) > 0 {
-			b.Fatalf("idle convergence wants %d instances stopped", len(res.ToStop))
-		}
-		b.Logf("convergence pass, nothing to do, just placed: %s", time.Since(t0).Round(time.Millisecond))
+		took, _ := idlePass(b, c)
+		b.Logf("convergence pass, nothing to do, just placed: %s", took.Round(time.Millisecond))
 
 		// ...then in the steady state: a running system's autovacuum has long cleaned them up,
 		// and its passes have long pruned the placement's events to the log's bounds (575,000
 		// beyond them in the session-8 runs; a pass prunes at most 100,000). The reads below measure that state too.
-		t0 = time.Now()
+		t0 := time.Now()
 		pruned := 0
 		for range 20 { // bounded, should events keep arriving
 			n, err := c.Store.PruneEvents(ctx, db.DefaultEventRetention, db.DefaultEventsKept)
@@ -103,16 +96,9 @@ func BenchmarkScale(b *testing.B) {
 		// Convergence: passes with nothing to do, then one with 1% of the instances gone.
 		var idle []time.Duration
 		for range 3 {
-			t0 := time.Now()
-			res, err := c.Store.Converge(ctx, db.ConvergeOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			idle = append(idle, time.Since(t0))
+			took, res := idlePass(b, c)
+			idle = append(idle, took)
 			b.Logf("  pass: %s (%d events pruned)", res.StepTimes(), res.EventsPruned)
-			if len(res.ToStop) > 0 {
-				b.Fatalf("idle convergence wants %d instances stopped", len(res.ToStop))
-			}
 		}
 		b.Logf("convergence pass, nothing to do: %s", durations(idle))
 		missing := total / 100
@@ -202,6 +188,22 @@ func readAll(b *testing.B, api *apiProcess, label string) {
 	}
 }
 
+// idlePass runs a convergence pass over the placed fleet, which must find nothing to stop,
+// and says how long it took.
+func idlePass(b *testing.B, c *testcluster.Cluster) (time.Duration, *db.ConvergeResult) {
+	b.Helper()
+	t0 := time.Now()
+	res, err := c.Store.Converge(ctx, db.ConvergeOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	took := time.Since(t0)
+	if len(res.ToStop) > 0 {
+		b.Fatalf("idle convergence wants %d instances stopped", len(res.ToStop))
+	}
+	return took, res
+}
+
 // desireAll desires lrps sim LRPs of perLRP instances each, BENCH_SCALE_DESIRERS (default
 // 16) requests at a time.
 func desireAll(b *testing.B, c *testcluster.Cluster, lrps, perLRP int) {
@@ -241,34 +243,28 @@ func startAPIProcess(b *testing.B, dbURL string) *apiProcess {
 	if err := build.Run(); err != nil {
 		b.Fatalf("build bbs: %v", err)
 	}
-	// The ports are picked free and then handed to the process: in between, one of the
-	// thousands of connections the cluster keeps open may take one as its local port. The
-	// process then fails to listen, and is started again on other ports.
-	for attempt := 1; ; attempt++ {
-		addr, protocolAddr := freeAddr(b), freeAddr(b)
-		var out syncbuf.Buffer
-		cmd := exec.Command(bin, "api", "--listen", addr, "--bbs-listen", protocolAddr, "--log-level", "warn")
-		cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		p := &apiProcess{cmd: cmd, url: "http://" + addr, protocolURL: "http://" + protocolAddr}
-		if p.ready(exited) {
-			b.Cleanup(func() {
-				cmd.Process.Signal(os.Interrupt)
-				<-exited
-			})
-			return p
-		}
-		cmd.Process.Kill()
-		<-exited
-		if !strings.Contains(out.String(), "address already in use") || attempt == 5 {
-			b.Fatalf("bbs api not ready after 30 s (attempt %d):\n%s", attempt, out.String())
-		}
+	// Ports below the ephemeral range: the cluster's thousands of open connections would
+	// otherwise take one picked free before the process listens on it (a run failed so).
+	addr := fmt.Sprintf("127.0.0.1:%d", freeport.Port(b))
+	protocolAddr := fmt.Sprintf("127.0.0.1:%d", freeport.Port(b))
+	var out syncbuf.Buffer
+	cmd := exec.Command(bin, "api", "--listen", addr, "--bbs-listen", protocolAddr, "--log-level", "warn")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	b.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		<-exited
+	})
+	p := &apiProcess{cmd: cmd, url: "http://" + addr, protocolURL: "http://" + protocolAddr}
+	if !p.ready(exited) {
+		b.Fatalf("bbs api not ready after 30 s:\n%s", out.String())
+	}
+	return p
 }
 
 // ready waits up to 30 s for the process to answer its health check; false if it did not,
@@ -290,16 +286,6 @@ func (p *apiProcess) ready(exited <-chan struct{}) bool {
 		}
 	}
 	return false
-}
-
-// freeAddr is a loopback address with a port free when it returned.
-func freeAddr(b *testing.B) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // list posts an empty filter to path and times the whole response; the items under field

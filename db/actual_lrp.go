@@ -357,16 +357,22 @@ func (r *listRow) fields() []any {
 }
 
 func (r *listRow) model() (model.ActualLRP, error) {
-	r.Index, r.CrashCount, r.ModificationIndex = int32(r.index), int32(r.crashCount), uint32(r.modificationIndex)
-	r.Ports, r.InternalRoutes, r.MetricTags = r.ports, r.internalRoutes, r.metricTags
-	return r.actualRow.model()
+	a := r.row()
+	return a.model()
 }
 
-// kept is the row as an actualRow that outlives the next scan (its JSON copied).
-func (r *listRow) kept() actualRow {
+// row is the scanned row as an actualRow whose JSON is the scan's (valid until the next).
+func (r *listRow) row() actualRow {
 	a := r.actualRow
 	a.Index, a.CrashCount, a.ModificationIndex = int32(r.index), int32(r.crashCount), uint32(r.modificationIndex)
-	a.Ports, a.InternalRoutes, a.MetricTags = bytes.Clone(r.ports), bytes.Clone(r.internalRoutes), bytes.Clone(r.metricTags)
+	a.Ports, a.InternalRoutes, a.MetricTags = r.ports, r.internalRoutes, r.metricTags
+	return a
+}
+
+// kept is row that outlives the next scan (its JSON copied).
+func (r *listRow) kept() actualRow {
+	a := r.row()
+	a.Ports, a.InternalRoutes, a.MetricTags = bytes.Clone(a.Ports), bytes.Clone(a.InternalRoutes), bytes.Clone(a.MetricTags)
 	return a
 }
 

@@ -92,8 +92,8 @@ type encodedEvents struct {
 	Data  string         `db:"event_data"`
 	// GUIDs and Placement are each event's LRP and whether it makes work for placement, NULL
 	// where the trigger is to read them from the data (pendingEvent.notice).
-	GUIDs     any `db:"event_guids"`
-	Placement any `db:"event_placement"`
+	GUIDs     pq.GenericArray `db:"event_guids"`     // of sql.NullString
+	Placement pq.GenericArray `db:"event_placement"` // of sql.NullBool
 }
 
 // eventRows is the SELECT of the events' rows (name, data, process_guid, placement) from the
@@ -124,7 +124,7 @@ func encodeEvents(events []pendingEvent) (*encodedEvents, error) {
 		guids[i], placement[i] = ev.notice()
 	}
 	e.Data = string(append(b, ']'))
-	e.GUIDs, e.Placement = pq.Array(guids), pq.Array(placement)
+	e.GUIDs, e.Placement = pq.GenericArray{A: guids}, pq.GenericArray{A: placement}
 	return e, nil
 }
 

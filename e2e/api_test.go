@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/updatable-lrps/bbs/internal/dbtest"
+	"github.com/updatable-lrps/bbs/internal/freeport"
 )
 
 type obj = map[string]any
@@ -34,7 +35,7 @@ func desiredLRP(guid string, instances int) obj {
 // TestAPIEndToEnd starts the real binary, desires an LRP over HTTP, reads it back through every
 // read route, changes it, removes it, and stops the server with SIGTERM.
 func TestAPIEndToEnd(t *testing.T) {
-	port, protocolPort := freePort(t), freePort(t)
+	port, protocolPort := freeport.Port(t), freeport.Port(t)
 	p := start(t, []string{"DATABASE_URL=" + dbtest.NewURL(t)}, "api", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 		"--bbs-listen", fmt.Sprintf("127.0.0.1:%d", protocolPort))
 	c := client{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port)}
@@ -177,7 +178,7 @@ func TestAPIEndToEnd(t *testing.T) {
 // A non-loopback listener without mutual TLS is refused: whoever reaches the API can make
 // cells run any command.
 func TestAPIRefusesPlainHTTPBeyondLoopback(t *testing.T) {
-	p := start(t, []string{"DATABASE_URL=" + dbtest.NewURL(t)}, "api", "--listen", fmt.Sprintf("0.0.0.0:%d", freePort(t)))
+	p := start(t, []string{"DATABASE_URL=" + dbtest.NewURL(t)}, "api", "--listen", fmt.Sprintf("0.0.0.0:%d", freeport.Port(t)))
 	select {
 	case <-p.done:
 	case <-time.After(30 * time.Second):

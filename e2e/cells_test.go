@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/updatable-lrps/bbs/internal/freeport"
 	"github.com/updatable-lrps/bbs/internal/testwait"
 )
 
@@ -25,14 +26,14 @@ type devStack struct {
 func startDev(t *testing.T, extra ...string) *devStack {
 	t.Helper()
 	bin := temporalBin(t)
-	apiPort, pgPort, temporalPort := freePort(t), freePort(t), freePort(t)
+	apiPort, pgPort, temporalPort := freeport.Port(t), freeport.Port(t), freeport.Port(t)
 	dataDir := t.TempDir()
 	args := append([]string{"dev", "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", apiPort),
-		"--bbs-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--bbs-tls-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--bbs-listen", fmt.Sprintf("127.0.0.1:%d", freeport.Port(t)), "--bbs-tls-listen", fmt.Sprintf("127.0.0.1:%d", freeport.Port(t)),
 		"--pg-port", fmt.Sprint(pgPort), "--temporal-bin", bin,
-		"--temporal-port", fmt.Sprint(temporalPort), "--temporal-ui-port", fmt.Sprint(freePort(t))}, extra...)
-	routerPort, sshPort := freePort(t), freePort(t)
-	args = append(args, "--router-listen", fmt.Sprintf("127.0.0.1:%d", routerPort), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--temporal-port", fmt.Sprint(temporalPort), "--temporal-ui-port", fmt.Sprint(freeport.Port(t))}, extra...)
+	routerPort, sshPort := freeport.Port(t), freeport.Port(t)
+	args = append(args, "--router-listen", fmt.Sprintf("127.0.0.1:%d", routerPort), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freeport.Port(t)),
 		"--ssh-proxy-listen", fmt.Sprintf("127.0.0.1:%d", sshPort))
 	d := &devStack{p: start(t, nil, args...), api: client{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", apiPort)},
 		pgPort: pgPort, temporalPort: temporalPort, routerPort: routerPort, sshPort: sshPort, dataDir: dataDir}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/updatable-lrps/bbs/internal/freeport"
 	"github.com/updatable-lrps/bbs/internal/temporaldev"
 )
 
@@ -28,31 +28,6 @@ func temporalServerBin(t *testing.T) string {
 		t.Fatalf("this test needs the Temporal server: %v", err)
 	}
 	return bin
-}
-
-// freePortBlock picks a base such that base+1 … base+n are free now (see freePort).
-func freePortBlock(t *testing.T, n int) int {
-	t.Helper()
-outer:
-	for range 200 {
-		base := 20000 + rand.IntN(12000-n)
-		for p := base + 1; p <= base+n; p++ {
-			if _, taken := usedPorts.Load(p); taken {
-				continue outer
-			}
-			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-			if err != nil {
-				continue outer
-			}
-			l.Close()
-		}
-		for p := base + 1; p <= base+n; p++ {
-			usedPorts.Store(p, true)
-		}
-		return base
-	}
-	t.Fatalf("no %d free ports in a row in 20000–31999", n)
-	return 0
 }
 
 // pidOf reads a child's pid file under the cluster's data directory.
@@ -82,13 +57,13 @@ func TestClusterKeepsServingThroughKills(t *testing.T) {
 	tbin := temporalServerBin(t)
 	const n = 4
 	dataDir := t.TempDir()
-	apiPort, protocolPort, uiPort, routerPort, tPort, pgPort := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
-	base := freePortBlock(t, 64)
+	apiPort, protocolPort, uiPort, routerPort, tPort, pgPort := freeport.Port(t), freeport.Port(t), freeport.Port(t), freeport.Port(t), freeport.Port(t), freeport.Port(t)
+	base := freeport.Block(t, 64)
 	args := []string{"cluster", "--data-dir", dataDir, "--temporal-server-bin", tbin,
 		"--listen", fmt.Sprintf("127.0.0.1:%d", apiPort), "--bbs-listen", fmt.Sprintf("127.0.0.1:%d", protocolPort),
 		"--port-base", fmt.Sprint(base), "--pg-port", fmt.Sprint(pgPort),
 		"--temporal-port", fmt.Sprint(tPort), "--temporal-ui-port", fmt.Sprint(uiPort),
-		"--router-listen", fmt.Sprintf("127.0.0.1:%d", routerPort), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+		"--router-listen", fmt.Sprintf("127.0.0.1:%d", routerPort), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))}
 	begun := time.Now()
 	p := start(t, nil, args...)
 	t.Cleanup(func() { p.cmd.Process.Signal(syscall.SIGINT); <-p.done })

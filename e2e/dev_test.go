@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/updatable-lrps/bbs/internal/freeport"
 	"github.com/updatable-lrps/bbs/internal/temporaltest"
 
 	"go.temporal.io/api/enums/v1"
@@ -30,12 +31,12 @@ func temporalBin(t *testing.T) string { return temporaltest.Bin(t) }
 func TestDevModeRunsTheWholeSystem(t *testing.T) {
 	bin := temporalBin(t)
 	dataDir := t.TempDir()
-	apiPort, pgPort, tPort, uiPort, protocolPort, sshPort := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
+	apiPort, pgPort, tPort, uiPort, protocolPort, sshPort := freeport.Port(t), freeport.Port(t), freeport.Port(t), freeport.Port(t), freeport.Port(t), freeport.Port(t)
 	args := []string{"dev", "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", apiPort),
-		"--bbs-listen", fmt.Sprintf("127.0.0.1:%d", protocolPort), "--bbs-tls-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--bbs-listen", fmt.Sprintf("127.0.0.1:%d", protocolPort), "--bbs-tls-listen", fmt.Sprintf("127.0.0.1:%d", freeport.Port(t)),
 		"--pg-port", fmt.Sprint(pgPort), "--temporal-bin", bin,
 		"--temporal-port", fmt.Sprint(tPort), "--temporal-ui-port", fmt.Sprint(uiPort),
-		"--router-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--router-listen", fmt.Sprintf("127.0.0.1:%d", freeport.Port(t)), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freeport.Port(t)),
 		"--ssh-proxy-listen", fmt.Sprintf("127.0.0.1:%d", sshPort)}
 	c := client{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", apiPort)}
 

@@ -8,14 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -109,29 +106,6 @@ func (p *process) waitOutput(t *testing.T, want string, within time.Duration) {
 		}
 	}
 }
-
-// freePort picks a port that is free now, below Linux's ephemeral range (32768–60999): a
-// port the kernel hands out for ":0" is also one it hands to outgoing connections, which can
-// take it between this check and the server's bind. Ports are not reused within a run.
-func freePort(t *testing.T) int {
-	t.Helper()
-	for range 1000 {
-		p := 20000 + rand.IntN(12000)
-		if _, taken := usedPorts.LoadOrStore(p, true); taken {
-			continue
-		}
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return p
-	}
-	t.Fatal("no free port in 20000–31999")
-	return 0
-}
-
-var usedPorts sync.Map
 
 // client calls the API at base.
 type client struct {

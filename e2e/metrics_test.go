@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/updatable-lrps/bbs/internal/freeport"
 	"github.com/updatable-lrps/bbs/internal/scrape"
 	"golang.org/x/crypto/ssh"
 )
@@ -59,7 +60,7 @@ func TestEveryProcessServesMetrics(t *testing.T) {
 		t.Errorf("the dev banner does not say where the metrics are:\n%s", d.p.out.String())
 	}
 	env := []string{"DATABASE_URL=" + d.databaseURL(), fmt.Sprintf("TEMPORAL_ADDRESS=127.0.0.1:%d", d.temporalPort)}
-	workerURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", freePort(t))
+	workerURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", freeport.Port(t))
 	start(t, env, "worker", "--convergence-interval", "1s",
 		"--metrics-listen", strings.TrimSuffix(strings.TrimPrefix(workerURL, "http://"), "/metrics"))
 
@@ -122,7 +123,7 @@ func TestEveryProcessServesMetrics(t *testing.T) {
 	}
 }
 
-func addr(t *testing.T) string { return fmt.Sprintf("127.0.0.1:%d", freePort(t)) }
+func addr(t *testing.T) string { return fmt.Sprintf("127.0.0.1:%d", freeport.Port(t)) }
 
 // ed25519Key is a fresh private key in OpenSSH PEM.
 func ed25519Key(t *testing.T) string {

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/updatable-lrps/bbs/internal/freeport"
 )
 
 // sshTool is the system's OpenSSH client tool name (ssh, scp, sftp): the test fails, naming
@@ -249,7 +251,7 @@ func TestSSHIntoInstancesThroughARollingUpdate(t *testing.T) {
 	})
 
 	t.Run("a forwarded port reaches the app", func(t *testing.T) {
-		local := freePort(t)
+		local := freeport.Port(t)
 		fwd := u.command("ssh", "-N", "-o", "ExitOnForwardFailure=yes", "-L", fmt.Sprintf("127.0.0.1:%d:localhost:8080", local), "diego:web/2@127.0.0.1")
 		if err := fwd.Start(); err != nil {
 			t.Fatal(err)

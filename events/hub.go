@@ -166,9 +166,9 @@ func (h *Hub) drain(ctx context.Context, gapSince time.Time) time.Time {
 				// Events this hub had not read yet were pruned (it stalled for longer than
 				// the log keeps them): its subscribers missed them, and skipping on would
 				// hide it. They are dropped, as when they fall behind, to re-read the state.
-				h.log.Warn("events were pruned before the hub read them: dropping every subscriber, to re-read the state",
-					zap.Int64("after_event_id", after))
-				h.closeAll(e.ID)
+				dropped := h.closeAll(e.ID)
+				h.log.Warn("events were pruned before the hub read them: dropped every subscriber, to re-read the state",
+					zap.Int64("after_event_id", after), zap.Int("subscribers", dropped))
 				gapSince, after = time.Time{}, e.ID
 				continue
 			}
@@ -216,14 +216,16 @@ func (h *Hub) pass(e model.Event, quiet bool) bool {
 	return true
 }
 
-// closeAll ends every subscription, closing its channel; marker, when not 0, is the pruned
-// marker the hub moves past.
-func (h *Hub) closeAll(marker int64) {
+// closeAll ends every subscription, closing its channel, and says how many there were;
+// marker, when not 0, is the pruned marker the hub moves past.
+func (h *Hub) closeAll(marker int64) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.last = max(h.last, marker)
+	n := len(h.subs)
 	for ch := range h.subs {
 		delete(h.subs, ch)
 		close(ch)
 	}
+	return n
 }
