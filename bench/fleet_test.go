@@ -115,18 +115,23 @@ func openStore(b *testing.B, url string) *db.Store {
 
 // samples runs f b.N times, logs each duration and reports their median, and the median of
 // this process's CPU time (user and system) for each: on a shared machine the wall-clock
-// time varies with the others' load, the CPU time much less.
+// time varies with the others' load, the CPU time much less. PostgreSQL's CPU for each (the
+// shared test cluster's, when the benchmark runs on it) is logged beside.
 func samples(b *testing.B, f func()) {
 	b.Helper()
-	var took, cpu []time.Duration
+	var took, cpu, pg []time.Duration
 	for b.Loop() {
+		_, parts := treeCPUByChild()
 		start, cpu0 := time.Now(), processCPU(b)
 		f()
 		took, cpu = append(took, time.Since(start)), append(cpu, processCPU(b)-cpu0)
+		_, now := treeCPUByChild()
+		pg = append(pg, now["postgres"]-parts["postgres"])
 	}
 	slices.Sort(took)
 	slices.Sort(cpu)
-	b.Logf("%d samples: %v (CPU %v)", len(took), took, cpu)
+	slices.Sort(pg)
+	b.Logf("%d samples: %v (CPU %v; PostgreSQL's %v)", len(took), took, cpu, pg)
 	b.ReportMetric(took[len(took)/2].Seconds(), "median-s")
 	b.ReportMetric(cpu[len(cpu)/2].Seconds(), "cpu-s")
 }

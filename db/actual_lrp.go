@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/updatable-lrps/bbs/model"
@@ -45,6 +48,9 @@ const actualColumns = `process_guid, definition_id, instance_index, presence, do
     instance_guid, cell_id, address, ports, instance_address, placement_error, since,
     crash_count, crash_reason, modification_epoch, modification_index, retiring,
     availability_zone, preferred_address, internal_routes, metric_tags, not_ready`
+
+// actualColumnCount is how many columns actualColumns names.
+const actualColumnCount = 23
 
 // cellZone is the SQL for the zone of an instance moving to the cell named by the SQL
 // expression newCell, in an UPDATE of actual_lrps (whose cell_id and availability_zone are
@@ -251,40 +257,65 @@ func (s *Store) ActualLRPs(ctx context.Context, f model.ActualLRPFilter) ([]mode
 	return out, err
 }
 
+// actualListQuery is the query of the instances f selects, in the lists' order, with its
+// arguments: only the filter's conditions, so that a list of one LRP (a cell reading the
+// slot of a container at every change of one, an LRP's groups) is a statement PostgreSQL
+// plans once per connection — with optional conditions (domain = $1 unless $1 is empty) a
+// plan for the values at hand was always cheaper, so it planned each call anew, and planning
+// was twice the execution (pg_stat_statements, 1,000 rollouts at once). The lists of the
+// fleet, a domain or a cell are planned per call (planPerCall: a cell's instances want the
+// cell's partial index, which only a plan for a non-empty cell id may use).
+func actualListQuery(f model.ActualLRPFilter) (string, []any) {
+	var conds []string
+	var args []any
+	add := func(column string, v any) {
+		args = append(args, v)
+		conds = append(conds, column+" = $"+strconv.Itoa(len(args)))
+	}
+	if f.ProcessGUID != "" {
+		add("process_guid", f.ProcessGUID)
+	}
+	if f.Index != nil {
+		add("instance_index", int64(*f.Index))
+	}
+	if f.DefinitionID != "" {
+		add("definition_id", f.DefinitionID)
+	}
+	if f.Domain != "" {
+		add("domain", f.Domain)
+	}
+	if f.CellID != "" {
+		add("cell_id", f.CellID)
+	}
+	q := `SELECT ` + actualColumns + ` FROM actual_lrps`
+	if f.ProcessGUID == "" {
+		q = planPerCall + q
+	}
+	if len(conds) > 0 {
+		q += ` WHERE ` + strings.Join(conds, ` AND `)
+	}
+	return q + ` ORDER BY process_guid, instance_index, definition_id, presence`, args
+}
+
 // EachActualLRP calls fn with each instance ActualLRPs would list, in the same order, as
 // the rows arrive, so that a list of the whole fleet never sits in memory; an error from fn
 // ends the walk and is returned. fn must not keep the instance: it is reused.
 //
 // The rows are read and converted on a goroutine of their own, a batch at a time, while fn
-// encodes the batch before: at 250,000 instances reading them (lib/pq and database/sql) is
-// about two thirds of the list's time in Go and encoding the rest, and the two no longer
-// wait for each other. Two batches of listBatch instances are in flight at most.
+// encodes the batch before: at 250,000 instances reading them (lib/pq) is about two thirds
+// of the list's time in Go and encoding the rest, and the two no longer wait for each
+// other. Two batches of listBatch instances are in flight at most.
 func (s *Store) EachActualLRP(ctx context.Context, f model.ActualLRPFilter, fn func(*model.ActualLRP) error) error {
-	index := int32(-1)
-	if f.Index != nil {
-		index = *f.Index
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, planPerCall+`SELECT `+actualColumns+` FROM actual_lrps
-WHERE ($1 = '' OR domain = $1)
-  AND ($2 = '' OR cell_id = $2)
-  AND ($3 = '' OR process_guid = $3)
-  AND ($4 < 0 OR instance_index = $4)
-  AND ($5 = '' OR definition_id = $5)
-ORDER BY process_guid, instance_index, definition_id, presence`,
-		f.Domain, f.CellID, f.ProcessGUID, index, f.DefinitionID)
-	if err != nil {
-		return mapError(err)
-	}
+	query, args := actualListQuery(f)
 	free, full := make(chan *listBatch, 2), make(chan *listBatch, 2)
 	free <- new(listBatch)
 	free <- new(listBatch)
 	var readErr error // written before full is closed
 	go func() {
 		defer close(full)
-		defer rows.Close()
-		readErr = readBatches(ctx, rows, free, full)
+		readErr = mapError(s.readBatches(ctx, query, args, free, full))
 	}()
 	for b := range full {
 		for i := range b.items {
@@ -305,36 +336,55 @@ type listBatch struct{ items []model.ActualLRP }
 
 const listBatchSize = 256
 
-// readBatches fills the batches from free with rows' instances and hands them to full, until
-// the rows end or ctx is done.
-func readBatches(ctx context.Context, rows *sql.Rows, free <-chan *listBatch, full chan<- *listBatch) error {
-	var r listRow
-	fields := r.fields()
-	for {
-		var b *listBatch
-		select {
-		case b = <-free:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		b.items = b.items[:0]
-		for len(b.items) < listBatchSize && rows.Next() {
-			if err := rows.Scan(fields...); err != nil {
-				return mapError(err)
+// readBatches fills the batches from free with the instances query selects (actualColumns)
+// and hands them to full, until the rows end or ctx is done.
+func (s *Store) readBatches(ctx context.Context, query string, args []any, free <-chan *listBatch, full chan<- *listBatch) error {
+	var b *listBatch
+	err := s.eachDriverRow(ctx, query, args, func(v []driver.Value) error {
+		if b == nil {
+			select {
+			case b = <-free:
+				b.items = b.items[:0]
+			case <-ctx.Done():
+				return ctx.Err()
 			}
-			a, err := r.model()
-			if err != nil {
-				return err
-			}
-			b.items = append(b.items, a)
 		}
-		if len(b.items) > 0 {
+		r, err := driverActualRow(v)
+		if err != nil {
+			return err
+		}
+		a, err := r.model()
+		if err != nil {
+			return err
+		}
+		if b.items = append(b.items, a); len(b.items) == listBatchSize {
 			full <- b
+			b = nil
 		}
-		if len(b.items) < listBatchSize {
-			return mapError(rows.Err())
-		}
+		return nil
+	})
+	if err == nil && b != nil && len(b.items) > 0 {
+		full <- b
 	}
+	return err
+}
+
+// driverActualRow is the row of actualColumns a driver row holds; its JSON is the driver's
+// (valid until the next row).
+func driverActualRow(v []driver.Value) (actualRow, error) {
+	if len(v) != actualColumnCount {
+		return actualRow{}, fmt.Errorf("%d columns, want %d", len(v), actualColumnCount)
+	}
+	d := driverValues{row: v}
+	r := actualRow{
+		ProcessGUID: d.text(0), DefinitionID: d.text(1), Index: int32(d.int(2)), Presence: d.text(3),
+		Domain: d.text(4), State: d.text(5), InstanceGUID: d.text(6), CellID: d.text(7), Address: d.text(8),
+		Ports: d.json(9), InstanceAddress: d.text(10), PlacementError: d.text(11), Since: d.int(12),
+		CrashCount: int32(d.int(13)), CrashReason: d.text(14), ModificationEpoch: d.text(15),
+		ModificationIndex: uint32(d.int(16)), Retiring: d.bool(17), AvailabilityZone: d.text(18),
+		PreferredAddress: d.text(19), InternalRoutes: d.json(20), MetricTags: d.json(21), NotReady: d.bool(22),
+	}
+	return r, d.err
 }
 
 // listRow is an actualRow as the list scans it, in the types database/sql converts to

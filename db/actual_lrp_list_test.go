@@ -3,6 +3,7 @@ package db_test
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,6 +62,71 @@ FROM (SELECT $1::integer AS i) n`,
 		}
 		if len(a.Ports) != 1 || a.Ports[0].ContainerPort != 8080 || a.InstanceGUID != fmt.Sprintf("ig-%d", i) {
 			t.Errorf("instance %d: ports %v, instance guid %q", i, a.Ports, a.InstanceGUID)
+		}
+	}
+}
+
+// TestListFiltersEveryCombination: every combination of the list's filters (each set or
+// not; index 0 is a filter too) selects what the filter says, in the lists' order — the
+// query names only the conditions set.
+func TestListFiltersEveryCombination(t *testing.T) {
+	s := dbtest.NewStore(t)
+	type key struct {
+		guid, def, domain, cell string
+		index                   int32
+	}
+	var all []key
+	for _, guid := range []string{"app-a", "app-b"} {
+		for _, def := range []string{"v1", "v2"} {
+			for i := range int32(2) {
+				k := key{guid, def, "d-" + guid[len(guid)-1:], fmt.Sprintf("cell-%d", (len(all))%2), i}
+				if def == "v2" {
+					k.domain = "d-x"
+				}
+				all = append(all, k)
+				exec(t, s, `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain, state, instance_guid,
+    cell_id, since, modification_epoch) VALUES ($1, $2, $3, $4, 'RUNNING', $5, $6, 1, 'e')`,
+					k.guid, k.def, k.index, k.domain, fmt.Sprintf("ig-%d", len(all)), k.cell)
+			}
+		}
+	}
+	zero := int32(0)
+	for mask := range 32 {
+		var f model.ActualLRPFilter
+		if mask&1 != 0 {
+			f.ProcessGUID = "app-b"
+		}
+		if mask&2 != 0 {
+			f.DefinitionID = "v2"
+		}
+		if mask&4 != 0 {
+			f.Index = &zero
+		}
+		if mask&8 != 0 {
+			f.Domain = "d-x"
+		}
+		if mask&16 != 0 {
+			f.CellID = "cell-1"
+		}
+		var want []string
+		for _, k := range all {
+			if (f.ProcessGUID == "" || k.guid == f.ProcessGUID) && (f.DefinitionID == "" || k.def == f.DefinitionID) &&
+				(f.Index == nil || k.index == *f.Index) && (f.Domain == "" || k.domain == f.Domain) &&
+				(f.CellID == "" || k.cell == f.CellID) {
+				want = append(want, fmt.Sprintf("%s/%d/%s", k.guid, k.index, k.def))
+			}
+		}
+		got, err := s.ActualLRPs(t.Context(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var have []string
+		for _, a := range got {
+			have = append(have, fmt.Sprintf("%s/%d/%s", a.ProcessGUID, a.Index, a.DefinitionID))
+		}
+		slices.Sort(want) // the lists' order: guid, index, definition
+		if !slices.Equal(have, want) {
+			t.Errorf("filter %+v (index set: %v): got %v, want %v", f, f.Index != nil, have, want)
 		}
 	}
 }

@@ -432,10 +432,11 @@ func retireUnused(ctx context.Context, tx *sqlx.Tx, guid, def string) (int, erro
 	// index lookup): as one join, PostgreSQL anti-joined every live definition with the whole
 	// fleet's instances before filtering (0.14-0.16 s a pass at 250,000 instances whose
 	// definition ids are unique per LRP, against ~0.02 s this way).
-	r, err := tx.ExecContext(ctx, planPerCall+`WITH unused AS MATERIALIZED (
+	prefix, lrp := oneLRPOr(guid, "d.process_guid", "$1")
+	r, err := tx.ExecContext(ctx, prefix+`WITH unused AS MATERIALIZED (
     SELECT d.process_guid, d.definition_id FROM lrp_definitions d
     JOIN desired_lrps l ON l.process_guid = d.process_guid
-    WHERE d.live AND ($1 = '' OR d.process_guid = $1) AND ($2 = '' OR d.definition_id = $2)
+    WHERE d.live AND `+lrp+` AND ($2 = '' OR d.definition_id = $2)
       AND d.definition_id <> l.active_definition_id
       AND d.definition_id IS DISTINCT FROM l.healthy_definition_id
       AND d.definition_id IS DISTINCT FROM l.previous_definition_id)
@@ -457,10 +458,11 @@ WHERE d.process_guid = u.process_guid AND d.definition_id = u.definition_id AND 
 // guid is given). A retired definition an instance still names (only a stray cell report
 // makes one) is kept, so the instance can still be read and stopped.
 func trimRetired(ctx context.Context, tx *sqlx.Tx, guid string, keep int) (int, error) {
-	r, err := tx.ExecContext(ctx, planPerCall+`DELETE FROM lrp_definitions d USING (
+	prefix, lrp := oneLRPOr(guid, "process_guid", "$2")
+	r, err := tx.ExecContext(ctx, prefix+`DELETE FROM lrp_definitions d USING (
     SELECT process_guid, definition_id, row_number() OVER (PARTITION BY process_guid
         ORDER BY retired_at DESC, created_at DESC, definition_id DESC) AS n
-    FROM lrp_definitions WHERE NOT live AND ($2 = '' OR process_guid = $2)) old
+    FROM lrp_definitions WHERE NOT live AND `+lrp+`) old
 WHERE d.process_guid = old.process_guid AND d.definition_id = old.definition_id AND old.n > $1
   AND NOT EXISTS (SELECT 1 FROM actual_lrps a
       WHERE a.process_guid = d.process_guid AND a.definition_id = d.definition_id)`, keep, guid)
@@ -468,6 +470,19 @@ WHERE d.process_guid = old.process_guid AND d.definition_id = old.definition_id 
 		return 0, err
 	}
 	return affected(r)
+}
+
+// oneLRPOr is how a statement that prunes the definitions of one LRP (guid given: a
+// rollout's end) or of all (a convergence pass) is run, and its condition on the LRP (column
+// equal to the parameter param holding guid): for one LRP prepared — its plan is the same
+// for every LRP, and planning it cost more than running it (pg_stat_statements over 1,000
+// rollouts: 1.3 ms against 0.03) —; for all, planned per call, the condition true for an
+// empty guid.
+func oneLRPOr(guid, column, param string) (prefix, cond string) {
+	if guid != "" {
+		return "", column + " = " + param
+	}
+	return planPerCall, "(" + param + " = '' OR " + column + " = " + param + ")"
 }
 
 func affected(r interface{ RowsAffected() (int64, error) }) (int, error) {
