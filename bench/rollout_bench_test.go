@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/updatable-lrps/bbs/internal/dbtest"
 	"github.com/updatable-lrps/bbs/internal/temporaltest"
 	"github.com/updatable-lrps/bbs/internal/testcluster"
