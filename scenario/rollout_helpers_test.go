@@ -15,7 +15,6 @@ import (
 	"github.com/updatable-lrps/bbs/internal/testcluster"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/workflows"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
 )
 
@@ -310,20 +309,5 @@ func expectAPIError(t *testing.T, err error, status int, typ model.ErrorType) {
 	var ae *apiError
 	if status != 0 && (!errors.As(err, &ae) || ae.status != status) {
 		t.Fatalf("got %v, want status %d", err, status)
-	}
-}
-
-// wantEagerStart fails unless the LRP's rollout workflow started eagerly: the process that
-// started it runs a worker of its queue, so the server handed the first workflow task back
-// with the start (workflows.rolloutStartOptions) instead of through matching.
-func (c *rolloutCluster) wantEagerStart(guid string) {
-	c.t.Helper()
-	it := c.Temporal.GetWorkflowHistory(ctx, model.RolloutWorkflowID(guid), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	first, err := it.Next()
-	if err != nil {
-		c.t.Fatalf("rollout history: %v", err)
-	}
-	if !first.GetWorkflowExecutionStartedEventAttributes().GetEagerExecutionAccepted() {
-		c.t.Fatalf("the rollout of %s did not start eagerly: %v", guid, first)
 	}
 }

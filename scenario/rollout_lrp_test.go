@@ -40,7 +40,6 @@ func testRolloutScale(t *testing.T) {
 		return c.rollout(guid).State == model.RolloutCompleted && c.allOn(guid, "v2", 3)
 	})
 	s.finish(t)
-	c.wantEagerStart(guid)
 	c.waitLRP(guid, "the cells to run exactly 3 containers of the LRP", 10*time.Second, func() bool { return c.containersOf(guid) == 3 })
 	// The completed rollout's row must tell the walk's end: 3 of 3 instances updated, not the
 	// count before the scale-down (a client would read "3 of 6 updated").

@@ -32,12 +32,7 @@ func rolloutStartOptions(taskQueue string, in RolloutInput) client.StartWorkflow
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		// An LRP has many rollouts over its life, one after another.
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		// Eager start: when this process runs a worker of the task queue with a free slot (the
-		// all-in-one modes, the test cluster), the server hands the first workflow task back
-		// with the start's answer instead of through matching — one dispatch, poll and
-		// task-start write fewer per rollout. Ignored elsewhere, and by SignalWithStart.
-		EnableEagerStart: true,
-		StaticSummary:    fmt.Sprintf("%s %s: `%s` → `%s`", in.Kind, in.ProcessGUID, in.FromDefinitionID, in.ToDefinitionID),
+		StaticSummary:         fmt.Sprintf("%s %s: `%s` → `%s`", in.Kind, in.ProcessGUID, in.FromDefinitionID, in.ToDefinitionID),
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			SearchAttrProcessGUID.ValueSet(in.ProcessGUID),
 			SearchAttrDomain.ValueSet(in.Domain),
