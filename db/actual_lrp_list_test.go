@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/updatable-lrps/bbs/internal/dbtest"
 	"github.com/updatable-lrps/bbs/model"
@@ -127,6 +129,40 @@ func TestListFiltersEveryCombination(t *testing.T) {
 		slices.Sort(want) // the lists' order: guid, index, definition
 		if !slices.Equal(have, want) {
 			t.Errorf("filter %+v (index set: %v): got %v, want %v", f, f.Index != nil, have, want)
+		}
+	}
+}
+
+// TestListSurvivesDroppedConnections: after the server dropped every pooled connection (a
+// restart), the next list is answered on a new one — the dead ones are discarded as
+// database/sql's own queries discard them, however many the pool held.
+func TestListSurvivesDroppedConnections(t *testing.T) {
+	s := dbtest.NewStore(t)
+	// Fill the pool: eight lists at once leave eight idle connections.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if _, err := s.DB().ExecContext(t.Context(), `SELECT pg_sleep(0.05)`); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if idle := s.DB().Stats().Idle; idle < 5 {
+		t.Fatalf("%d idle connections, want the pool filled", idle)
+	}
+	var dbName string
+	if err := s.DB().GetContext(t.Context(), &dbName, `SELECT current_database()`); err != nil {
+		t.Fatal(err)
+	}
+	admin := dbtest.NewStore(t)
+	if _, err := admin.DB().ExecContext(t.Context(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, dbName); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the backends exit
+	for _, f := range []model.ActualLRPFilter{{}, {ProcessGUID: "app"}} {
+		if _, err := s.ActualLRPs(t.Context(), f); err != nil {
+			t.Fatalf("list %+v after the connections were dropped: %v", f, err)
 		}
 	}
 }

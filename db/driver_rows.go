@@ -16,22 +16,42 @@ import (
 // Why: at 250,000 instances, database/sql's Scan — a type switch and an assignment through
 // an interface per column, under the rows' lock — was a fifth of the fleet list's reading
 // in Go, the list's critical path; the values lib/pq hands it are already the ones wanted.
+//
+// As database/sql's own queries do, a connection the driver finds broken before the query
+// was sent (driver.ErrBadConn: the server restarted since it was pooled) is discarded and
+// the query tried again on another: every idle connection may be dead, so as many times as
+// there are, and once more on a new one.
 func (s *Store) eachDriverRow(ctx context.Context, query string, args []any, fn func([]driver.Value) error) error {
+	named := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	}
+	var err error
+	for range s.db.Stats().Idle + 1 {
+		var started bool
+		err = s.eachDriverRowOnce(ctx, query, named, func(v []driver.Value) error {
+			started = true
+			return fn(v)
+		})
+		if started || !errors.Is(err, driver.ErrBadConn) {
+			return err
+		}
+	}
+	return err
+}
+
+func (s *Store) eachDriverRowOnce(ctx context.Context, query string, args []driver.NamedValue, fn func([]driver.Value) error) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	named := make([]driver.NamedValue, len(args))
-	for i, a := range args {
-		named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
-	}
 	return conn.Raw(func(dc any) error {
 		q, ok := dc.(driver.QueryerContext)
 		if !ok {
 			return fmt.Errorf("driver connection %T cannot query", dc)
 		}
-		rows, err := q.QueryContext(ctx, query, named)
+		rows, err := q.QueryContext(ctx, query, args)
 		if err != nil {
 			return err
 		}
