@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
