@@ -40,6 +40,7 @@ func (s *Store) eachDriverRow(ctx context.Context, query string, args []any, fn 
 	return err
 }
 
+// eachDriverRowOnce is one try of eachDriverRow, on one connection of the pool.
 func (s *Store) eachDriverRowOnce(ctx context.Context, query string, args []driver.NamedValue, fn func([]driver.Value) error) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
