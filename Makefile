@@ -9,7 +9,7 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 # The temporal CLI on PATH if there is one, else the pinned build in bin/.
 TEMPORAL  ?= $(or $(shell command -v temporal 2>/dev/null),$(CURDIR)/bin/temporal)
 
-.PHONY: run cluster demo test test-short compat fuzz bench bench-scale chaos soak build vet fmt clean doctor proto proto-check
+.PHONY: run cluster demo test test-short compat fuzz bench bench-scale bench-ab chaos soak build vet fmt clean doctor proto proto-check
 
 build: bin/bbs
 
@@ -72,6 +72,14 @@ bench: $(TEMPORAL)
 ## BENCH_SCALE_LRPS and BENCH_SCALE_CELLS shrink it.
 bench-scale:
 	$(GO) test ./bench -run '^$$' -bench 'Scale' -benchtime 1x -timeout 90m -v
+
+## bench-ab: BENCH of revision BASE against the working tree, run alternately PAIRS times (the
+## machine's speed drifts; a one-run comparison says little): make bench-ab BASE=HEAD~1 BENCH=ThousandRollouts
+BASE ?= HEAD
+BENCH ?= Rollout
+PAIRS ?= 2
+bench-ab: $(TEMPORAL)
+	TEMPORAL_BIN=$(TEMPORAL) tools/bench-ab $(BASE) '$(BENCH)' $(PAIRS)
 
 ## chaos: kill make cluster's processes (an API replica, the placement leader, a cell, the Temporal
 ## server, PostgreSQL), each alone then every pair, during rollouts, cancels and rollbacks under
