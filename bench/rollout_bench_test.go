@@ -255,6 +255,9 @@ WHERE process_guid LIKE $1 AND definition_id = 'v2' AND state = 'RUNNING' AND NO
 		_, rfl := floor(b, c.Temporal, lrps, perLRP, true)
 		b.Logf("floor: %d workflows of %d steps in the shape of an index run doing nothing: %.1f steps/s; ours %.2f of it", lrps, perLRP, rfl, ours/rfl)
 		b.ReportMetric(rfl, "run-floor-steps/s")
+		// The rollouts walk in index runs (unless BENCH_ROLLOUT_WALK=steps): this floor is
+		// the one of their own shape.
+		b.ReportMetric(ours/rfl, "run-floor-ratio")
 	}
 	b.ReportMetric(0, "ns/op")
 }
