@@ -387,49 +387,36 @@ func driverActualRow(v []driver.Value) (actualRow, error) {
 	return r, d.err
 }
 
-// listRow is an actualRow as the list scans it, in the types database/sql converts to
-// without work: lib/pq gives integers as int64, which database/sql turned into an int32 or
-// uint32 by formatting and parsing them again (an allocation each); and the JSON columns,
-// which model() only reads, are copied into buffers reused from row to row instead of new
-// slices.
-type listRow struct {
+// scannedRow is an actualRow as queryActualRows scans it, in the types database/sql converts
+// to without work: lib/pq gives integers as int64, which database/sql turned into an int32
+// or uint32 by formatting and parsing them again (an allocation each); and the JSON columns
+// are read into buffers reused from row to row, copied once into the row kept.
+type scannedRow struct {
 	actualRow
 	index, crashCount, modificationIndex int64
 	ports, internalRoutes, metricTags    sql.RawBytes
 }
 
 // fields are the row's fields in actualColumns' order, for rows.Scan.
-func (r *listRow) fields() []any {
+func (r *scannedRow) fields() []any {
 	return []any{&r.ProcessGUID, &r.DefinitionID, &r.index, &r.Presence, &r.Domain, &r.State,
 		&r.InstanceGUID, &r.CellID, &r.Address, &r.ports, &r.InstanceAddress, &r.PlacementError, &r.Since,
 		&r.crashCount, &r.CrashReason, &r.ModificationEpoch, &r.modificationIndex, &r.Retiring,
 		&r.AvailabilityZone, &r.PreferredAddress, &r.internalRoutes, &r.metricTags, &r.NotReady}
 }
 
-func (r *listRow) model() (model.ActualLRP, error) {
-	a := r.row()
-	return a.model()
-}
-
-// row is the scanned row as an actualRow whose JSON is the scan's (valid until the next).
-func (r *listRow) row() actualRow {
+// kept is the scanned row as an actualRow that outlives the next scan (its JSON copied).
+func (r *scannedRow) kept() actualRow {
 	a := r.actualRow
 	a.Index, a.CrashCount, a.ModificationIndex = int32(r.index), int32(r.crashCount), uint32(r.modificationIndex)
-	a.Ports, a.InternalRoutes, a.MetricTags = r.ports, r.internalRoutes, r.metricTags
+	a.Ports, a.InternalRoutes, a.MetricTags = bytes.Clone(r.ports), bytes.Clone(r.internalRoutes), bytes.Clone(r.metricTags)
 	return a
 }
 
-// kept is row that outlives the next scan (its JSON copied).
-func (r *listRow) kept() actualRow {
-	a := r.row()
-	a.Ports, a.InternalRoutes, a.MetricTags = bytes.Clone(a.Ports), bytes.Clone(a.InternalRoutes), bytes.Clone(a.MetricTags)
-	return a
-}
-
-// queryActualRows runs query, which selects or returns actualColumns, and reads the rows as
-// the lists do (listRow), without sqlx's reflection and database/sql's conversions of
-// integers through strings: the grouped claims and starts read and write hundreds of
-// instances a statement.
+// queryActualRows runs query, which selects or returns actualColumns, and reads the rows
+// without sqlx's reflection and database/sql's conversions of integers through strings (the
+// grouped claims and starts read and write hundreds of instances a statement). It runs in
+// transactions, where the lists' driver-level read (eachDriverRow) cannot.
 func queryActualRows(ctx context.Context, q sqlx.QueryerContext, query string, args ...any) ([]actualRow, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -437,7 +424,7 @@ func queryActualRows(ctx context.Context, q sqlx.QueryerContext, query string, a
 	}
 	defer rows.Close()
 	var out []actualRow
-	var r listRow
+	var r scannedRow
 	fields := r.fields()
 	for rows.Next() {
 		if err := rows.Scan(fields...); err != nil {
