@@ -14,12 +14,18 @@ import (
 	"time"
 
 	"github.com/updatable-lrps/bbs/internal/dbtest"
+	"github.com/updatable-lrps/bbs/internal/gctune"
 	"github.com/updatable-lrps/bbs/internal/temporaltest"
 	"github.com/updatable-lrps/bbs/internal/testcluster"
 	"github.com/updatable-lrps/bbs/model"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m, temporaltest.StopShared) }
+// TestMain runs the benchmarks with the collector set as `bbs` sets it in every process
+// (gctune): the benchmarks run the BBS's parts inside this test process.
+func TestMain(m *testing.M) {
+	gctune.Apply()
+	dbtest.Main(m, temporaltest.StopShared)
+}
 
 var ctx = context.Background()
 

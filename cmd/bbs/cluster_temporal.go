@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/updatable-lrps/bbs/internal/gctune"
 	"github.com/updatable-lrps/bbs/internal/supervise"
 	"github.com/updatable-lrps/bbs/internal/system"
 	"github.com/updatable-lrps/bbs/internal/temporaldev"
@@ -270,7 +271,7 @@ func addSearchAttributes(ctx context.Context, c client.Client, namespace string,
 func startTemporalServer(ctx context.Context, bin, dir, logFile, pidFile string, frontend int) (*supervise.Process, error) {
 	return supervise.Start(ctx, supervise.Command{
 		Path: bin, Args: []string{"start", "--config-dir", dir, "--env", "cluster"},
-		Env: os.Environ(), LogFile: logFile, PIDFile: pidFile,
+		Env: gctune.Env(os.Environ()), LogFile: logFile, PIDFile: pidFile,
 		ReadyAddr: fmt.Sprintf("127.0.0.1:%d", frontend), ReadyTimeout: 2 * time.Minute,
 		StopTimeout: 20 * time.Second,
 	})

@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/updatable-lrps/bbs/internal/gctune"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -62,6 +63,7 @@ func main() {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
+	gctune.Apply()
 	signals := []os.Signal{os.Interrupt, syscall.SIGTERM}
 	if os.Args[1] == "cell" {
 		signals = signals[:1] // a cell drains on SIGTERM instead of stopping

@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/updatable-lrps/bbs/internal/gctune"
 )
 
 // SearchAttributes are the custom search attributes of our workflows, registered at start so
@@ -181,6 +183,7 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 		args = append(args, "--search-attribute", name+"="+SearchAttributes[name])
 	}
 	cmd := exec.Command(cfg.Bin, args...)
+	cmd.Env = gctune.Env(os.Environ())
 	// Its own process group: Ctrl-C in the terminal must not kill it before we stop it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	logName := "(discarded)"
