@@ -129,6 +129,15 @@ type FinishRolloutInput struct {
 	Reason    string `json:"reason,omitempty"`
 }
 
+// CompleteRolloutInput ends a rollout whose walk went through every index: where it ended,
+// its final state (completed or canceled) and the definitions to prune (Store.CompleteRollout).
+type CompleteRolloutInput struct {
+	RolloutID string                `json:"rollout_id"`
+	Progress  model.RolloutProgress `json:"progress"`
+	State     string                `json:"state"`
+	Prune     []string              `json:"prune,omitempty"`
+}
+
 // PruneDefinitionInput names a definition that may no longer be needed.
 type PruneDefinitionInput struct {
 	ProcessGUID  string `json:"process_guid"`
@@ -434,6 +443,16 @@ func (r *Rollouts) FinishRollout(ctx context.Context, in FinishRolloutInput) (Em
 	}
 	return Empty{}, temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("finish rollout: %q is not a final state", in.State), string(model.ErrInvalidRequest), nil)
+}
+
+// CompleteRollout records where the walk ended, ends the rollout and prunes the
+// definitions it left behind, in one transaction: a rollout's end in one local activity.
+func (r *Rollouts) CompleteRollout(ctx context.Context, in CompleteRolloutInput) (Empty, error) {
+	finished, err := r.Store.CompleteRollout(ctx, in.RolloutID, in.Progress, in.State, in.Prune)
+	if finished && r.Metrics != nil {
+		r.Metrics.Finished(in.State)
+	}
+	return Empty{}, nonRetryable(err)
 }
 
 // PruneDefinition drops a definition no instance runs any more from the LRP's definitions map.

@@ -41,6 +41,10 @@ type RolloutStore interface {
 	// completed and canceled clear the LRP's previous definition. finished is false when the
 	// rollout had already ended (a retry).
 	FinishRollout(ctx context.Context, id, state, reason string) (finished bool, err error)
+	// CompleteRollout ends a rollout that walked every index in one transaction: its final
+	// progress, its state (completed or canceled), then the definitions of prune it left
+	// unused retired. finished is false when the rollout had already ended.
+	CompleteRollout(ctx context.Context, id string, p model.RolloutProgress, state string, prune []string) (finished bool, err error)
 	// StartRollout records a new rollout (here: a rollback an operator signalled to the
 	// running workflow, superseding its rollout).
 	StartRollout(ctx context.Context, req db.RolloutRequest) (*db.RolloutStart, error)

@@ -98,6 +98,9 @@ func (f *fakeRolloutStore) FinishRollout(context.Context, string, string, string
 	f.ended = true
 	return first, nil
 }
+func (f *fakeRolloutStore) CompleteRollout(ctx context.Context, id string, _ model.RolloutProgress, state string, _ []string) (bool, error) {
+	return f.FinishRollout(ctx, id, state, "")
+}
 func (f *fakeRolloutStore) StartRollout(context.Context, db.RolloutRequest) (*db.RolloutStart, error) {
 	return nil, model.Errorf(model.ErrInvalidRequest, "not in this fake")
 }

@@ -153,3 +153,60 @@ func TestCrashRestartUsesTheHealthyDefinition(t *testing.T) {
 		t.Fatalf("crash = %+v %v", a, err)
 	}
 }
+
+// A rollout's end is one transaction: its final progress, its state, its LRP's previous
+// definition cleared and the definitions it left unused pruned — after the end, which
+// releases the ones the rollout held (a prune before it could never retire them). One whose
+// instances are still stopping stays; a retry writes nothing.
+func TestCompleteRolloutEndsAndPrunesTogether(t *testing.T) {
+	s := dbtest.NewStore(t)
+	desire(t, s, newLRP("app", 2))
+	makeRunning(t, s, "app", "app", 0)
+	st, err := s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindUpdate, Definition: newDef("v2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := st.Rollout.ID
+	_, err = s.CompleteRollout(ctx, id, model.RolloutProgress{}, model.RolloutFailed, nil)
+	wantType(t, err, model.ErrInvalidRequest)
+	// The old definition runs nowhere any more.
+	exec(t, s, `DELETE FROM actual_lrps WHERE definition_id = 'app'`)
+	events := count(t, s, `SELECT count(*) FROM events WHERE name = 'rollout_changed'`)
+	p := model.RolloutProgress{State: model.RolloutActive, CurrentIndex: 2, UpdatedInstances: 2, Instances: 2, GivenUpIndices: []int32{}, RunID: "run-1"}
+	for i := range 2 {
+		finished, err := s.CompleteRollout(ctx, id, p, model.RolloutCompleted, []string{"app", "never-stored"})
+		if err != nil || finished != (i == 0) {
+			t.Fatalf("call %d: finished %v, %v; only the first call ends the rollout", i+1, finished, err)
+		}
+	}
+	r, _ := s.RolloutByID(ctx, id)
+	if r.State != model.RolloutCompleted || r.CurrentIndex != 2 || r.UpdatedInstances != 2 || r.RunID != "run-1" || r.FinishedAt == 0 {
+		t.Fatalf("rollout %+v", r)
+	}
+	d, _ := s.DesiredLRPByProcessGUID(ctx, "app")
+	if d.PreviousDefinitionID != "" {
+		t.Fatalf("previous definition %q after the end", d.PreviousDefinitionID)
+	}
+	if n := count(t, s, `SELECT count(*) FROM lrp_definitions WHERE definition_id = 'app' AND live`); n != 0 {
+		t.Fatal("the unused from definition was not pruned with the end")
+	}
+	if n := count(t, s, `SELECT count(*) FROM events WHERE name = 'rollout_changed'`) - events; n != 1 {
+		t.Fatalf("%d rollout_changed events, want the end's one", n)
+	}
+
+	// A definition with an instance still stopping stays live.
+	desire(t, s, newLRP("busy", 1))
+	makeRunning(t, s, "busy", "busy", 0)
+	st, err = s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "busy", Kind: model.RolloutKindUpdate, Definition: newDef("b2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if finished, err := s.CompleteRollout(ctx, st.Rollout.ID, p, model.RolloutCompleted, []string{"busy"}); err != nil || !finished {
+		t.Fatalf("complete: %v %v", finished, err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM lrp_definitions WHERE process_guid = 'busy' AND definition_id = 'busy' AND live`); n != 1 {
+		t.Fatal("a definition an instance still runs was pruned")
+	}
+	_, err = s.CompleteRollout(ctx, "not-a-uuid", p, model.RolloutCompleted, nil)
+	wantType(t, err, model.ErrInvalidRequest)
+}

@@ -189,24 +189,30 @@ RETURNING `+actualColumns, guid, index, def); err != nil {
 // RecordRolloutProgress stores where a rollout's walk is.
 func (s *Store) RecordRolloutProgress(ctx context.Context, id string, p model.RolloutProgress) error {
 	return s.inTx(ctx, func(tx *sqlx.Tx) error {
-		given := p.GivenUpIndices
-		if given == nil {
-			given = []int32{}
-		}
-		var r rolloutRow
-		err := tx.GetContext(ctx, &r, `UPDATE rollouts SET
-    state = CASE WHEN state IN `+inProgressStates+` AND $2 IN `+inProgressStates+` THEN $2 ELSE state END,
-    current_index = $3, updated_instances = $4, instances = $5, given_up_indices = $6,
-    run_id = CASE WHEN $7 = '' THEN run_id ELSE $7 END
-WHERE id = $1 RETURNING `+rolloutColumns, id, p.State, p.CurrentIndex, p.UpdatedInstances, p.Instances, pq.Int32Array(given), p.RunID)
-		if err == sql.ErrNoRows {
-			return notFound("rollout", id)
-		}
+		r, err := recordProgressRow(ctx, tx, id, p)
 		if err != nil {
 			return err
 		}
 		return appendEvents(ctx, tx, event(model.EventRolloutChanged, r.model()))
 	})
+}
+
+// recordProgressRow writes p into the rollout row and returns the row.
+func recordProgressRow(ctx context.Context, tx *sqlx.Tx, id string, p model.RolloutProgress) (*rolloutRow, error) {
+	given := p.GivenUpIndices
+	if given == nil {
+		given = []int32{}
+	}
+	var r rolloutRow
+	err := tx.GetContext(ctx, &r, `UPDATE rollouts SET
+    state = CASE WHEN state IN `+inProgressStates+` AND $2 IN `+inProgressStates+` THEN $2 ELSE state END,
+    current_index = $3, updated_instances = $4, instances = $5, given_up_indices = $6,
+    run_id = CASE WHEN $7 = '' THEN run_id ELSE $7 END
+WHERE id = $1 RETURNING `+rolloutColumns, id, p.State, p.CurrentIndex, p.UpdatedInstances, p.Instances, pq.Int32Array(given), p.RunID)
+	if err == sql.ErrNoRows {
+		return nil, notFound("rollout", id)
+	}
+	return &r, err
 }
 
 // RecordRolloutState stores a rollout's walk state (and run id, unless empty) and leaves its
@@ -265,22 +271,63 @@ func (s *Store) FinishRollout(ctx context.Context, id, state, reason string) (fi
 	}
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
 		r, err := lockRolloutAfterLRP(ctx, tx, id)
+		if err != nil || !r.InProgress() {
+			return err
+		}
+		done, err := finishLocked(ctx, tx, r, state, reason)
 		if err != nil {
 			return err
 		}
-		if !r.InProgress() {
-			return nil
-		}
-		if state != model.RolloutFailed {
-			if _, err := tx.ExecContext(ctx, `UPDATE desired_lrps SET previous_definition_id = NULL,
+		finished = true
+		return appendEvents(ctx, tx, event(model.EventRolloutChanged, done))
+	})
+	return finished && err == nil, err
+}
+
+// finishLocked ends the locked rollout r in state: completed and canceled clear its LRP's
+// previous definition, which the walk no longer needs.
+func finishLocked(ctx context.Context, tx *sqlx.Tx, r *model.Rollout, state, reason string) (*model.Rollout, error) {
+	if state != model.RolloutFailed {
+		if _, err := tx.ExecContext(ctx, `UPDATE desired_lrps SET previous_definition_id = NULL,
     modification_index = modification_index + 1, updated_at = now()
 WHERE process_guid = $1 AND previous_definition_id IS NOT NULL`, r.ProcessGUID); err != nil {
+			return nil, err
+		}
+	}
+	return finishRolloutRow(ctx, tx, r.ID, state, reason)
+}
+
+// CompleteRollout ends a rollout whose walk went through every index, in one transaction:
+// where the walk ended (p), its final state (completed, or canceled after a walk back), and
+// then each definition of prune the LRP no longer runs retired from its definitions (seed
+// 000) — after the finish, which releases the ones the rollout itself held. A definition
+// whose instances are still stopping stays, for convergence to prune later. finished is
+// false when the rollout had already ended (a retry): nothing is written then.
+func (s *Store) CompleteRollout(ctx context.Context, id string, p model.RolloutProgress, state string, prune []string) (finished bool, err error) {
+	if state != model.RolloutCompleted && state != model.RolloutCanceled {
+		return false, model.Errorf(model.ErrInvalidRequest, "a rollout cannot complete as %q", state)
+	}
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		r, err := lockRolloutAfterLRP(ctx, tx, id)
+		if err != nil || !r.InProgress() {
+			return err
+		}
+		if _, err := recordProgressRow(ctx, tx, id, p); err != nil {
+			return err
+		}
+		done, err := finishLocked(ctx, tx, r, state, "")
+		if err != nil {
+			return err
+		}
+		for _, def := range prune {
+			if _, err := retireUnused(ctx, tx, r.ProcessGUID, def); err != nil {
 				return err
 			}
 		}
-		done, err := finishRolloutRow(ctx, tx, id, state, reason)
-		if err != nil {
-			return err
+		if len(prune) > 0 {
+			if _, err := trimRetired(ctx, tx, r.ProcessGUID, defaultRetiredHistory); err != nil {
+				return err
+			}
 		}
 		finished = true
 		return appendEvents(ctx, tx, event(model.EventRolloutChanged, done))

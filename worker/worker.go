@@ -11,6 +11,7 @@ import (
 	"github.com/updatable-lrps/bbs/workflows"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap"
 )
 
@@ -59,12 +60,17 @@ type EventLog struct {
 // histories.
 type WorkflowRegistry interface {
 	RegisterWorkflow(w any)
+	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
 }
 
-// RegisterWorkflows registers every BBS workflow with r.
+// RegisterWorkflows registers every BBS workflow with r. RolloutWorkflow is registered
+// twice: as workflows.RolloutWorkflowType, the type rollouts start as, and as
+// workflows.LegacyRolloutWorkflowType, the type of the runs recorded before (they replay and
+// finish as they were).
 func RegisterWorkflows(r WorkflowRegistry) {
 	r.RegisterWorkflow(workflows.ConvergeWorkflow)
-	r.RegisterWorkflow(workflows.RolloutWorkflow)
+	r.RegisterWorkflowWithOptions(workflows.RolloutWorkflow, workflow.RegisterOptions{Name: workflows.LegacyRolloutWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.RolloutWorkflow, workflow.RegisterOptions{Name: workflows.RolloutWorkflowType})
 	r.RegisterWorkflow(workflows.TaskCallbackWorkflow)
 }
 

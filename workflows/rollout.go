@@ -138,15 +138,30 @@ type RolloutProgress struct {
 
 var acts *activities.Rollouts // names the activities, as Temporal resolves them by name
 
+// RolloutWorkflowType is the workflow type every rollout starts as: RolloutWorkflow, whose
+// runs of this type take every change made to it so far without asking workflow.GetVersion
+// (each first GetVersion of a run costs a marker and a search-attribute upsert, a visibility
+// write of the dev server's one history shard), show their state in the Web UI only once it
+// differs from what their start set, and end in one local activity (CompleteRollout). Runs
+// recorded as the type "RolloutWorkflow", before it, replay and finish as they were recorded
+// (LegacyRolloutWorkflowType); a worker that does not know this type leaves its tasks to one that
+// does, so workers of both versions may run side by side during a deploy.
+const RolloutWorkflowType = "Rollout"
+
+// LegacyRolloutWorkflowType is the type rollouts started as before RolloutWorkflowType (the
+// Go function's name), under which the worker keeps RolloutWorkflow registered too.
+const LegacyRolloutWorkflowType = "RolloutWorkflow"
+
 // RolloutWorkflow walks an LRP's instances from one definition to another with zero
 // downtime: at each index the new instance must be RUNNING before the old one is retired
 // (seed 000). It is steered by signals (cancel, pause, resume, supersede, rollback), answers
 // the progress query, and continues as new to keep its history short.
 //
 // Changes to it must keep the recorded histories replaying (rollout_replay_test.go): a
-// change to the commands it issues goes behind workflow.GetVersion. Versioned so far:
-// "final-progress", "rollback-without-definition", "cancel-after-the-end" and
-// "cancel-walks-every-index-off".
+// change to the commands it issues goes behind r.versioned (workflow.GetVersion in a run of
+// the legacy type). Versioned so far: "final-progress", "rollback-without-definition",
+// "cancel-after-the-end" and "cancel-walks-every-index-off". The worker registers it under
+// RolloutWorkflowType and under its legacy name.
 func RolloutWorkflow(ctx workflow.Context, in RolloutInput) (RolloutOutput, error) {
 	r := newRollout(ctx, in)
 	if err := workflow.SetQueryHandler(ctx, QueryProgress, r.queryProgress); err != nil {
@@ -225,6 +240,8 @@ type rollout struct {
 
 	searchable bool
 	shown      [2]string // state and target of the last search attribute upsert
+	// current says the run is of RolloutWorkflowType, not of the legacy type.
+	current bool
 }
 
 func newRollout(ctx workflow.Context, in RolloutInput) *rollout {
@@ -252,6 +269,14 @@ func newRollout(ctx workflow.Context, in RolloutInput) *rollout {
 		supersedeCh: workflow.GetSignalChannel(ctx, SignalSupersede),
 		rollbackCh:  workflow.GetSignalChannel(ctx, SignalRollback),
 		searchable:  workflow.GetTypedSearchAttributes(ctx).ContainsKey(SearchAttrProcessGUID),
+		current:     workflow.GetInfo(ctx).WorkflowType.Name == RolloutWorkflowType,
+	}
+	if r.current {
+		// What the start (or the run before) set is shown already: no upsert repeats it.
+		sa := workflow.GetTypedSearchAttributes(ctx)
+		state, _ := sa.GetKeyword(SearchAttrRolloutState)
+		target, _ := sa.GetKeyword(SearchAttrToDefinition)
+		r.shown = [2]string{state, target}
 	}
 	// Every step runs in a context that a Temporal cancellation does not cancel: such a
 	// cancellation is handled as the cancel signal, whose walk back must still run
@@ -350,7 +375,7 @@ func (r *rollout) recordCancel() (out RolloutOutput, over bool, err error) {
 		// signal before the end — but the first attempt's local activities had run (the row
 		// final, the definitions pruned). Walking back then left instances on the from
 		// definition of a rollout recorded as completed (found by the soak).
-		if workflow.GetVersion(r.ctx, "cancel-after-the-end", workflow.DefaultVersion, 1) == 1 {
+		if r.versioned("cancel-after-the-end") {
 			load, lerr := r.load()
 			if lerr != nil {
 				return RolloutOutput{}, false, lerr
@@ -374,7 +399,7 @@ func (r *rollout) recordCancel() (out RolloutOutput, over bool, err error) {
 	// definition without the walk having replaced them — created on the (healthy) target by
 	// a scale-up during the walk, or interrupted there: left out, they stayed on the
 	// abandoned target (found by the soak).
-	if workflow.GetVersion(r.ctx, "cancel-walks-every-index-off", workflow.DefaultVersion, 1) == 1 {
+	if r.versioned("cancel-walks-every-index-off") {
 		var off activities.IndicesOutput
 		in := activities.IndicesOffInput{ProcessGUID: r.in.ProcessGUID, DefinitionID: r.in.FromDefinitionID}
 		if err := r.local(r.ctx, in, acts.IndicesOff, &off); err != nil {
@@ -388,21 +413,38 @@ func (r *rollout) recordCancel() (out RolloutOutput, over bool, err error) {
 	return RolloutOutput{}, false, nil
 }
 
+// versioned says whether the run takes the change changeID: a run of RolloutWorkflowType
+// takes every one; a legacy run asks workflow.GetVersion, so that what its history recorded
+// before the change replays.
+func (r *rollout) versioned(changeID string) bool {
+	return r.current || workflow.GetVersion(r.ctx, changeID, workflow.DefaultVersion, 1) == 1
+}
+
 // complete ends a rollout whose walk went through every index: completed, or canceled after
-// a walk back. The definitions the LRP no longer runs are pruned first.
+// a walk back. The definitions the LRP no longer runs are pruned.
 func (r *rollout) complete() (RolloutOutput, error) {
-	// Version 1: the walk may have ended on a count re-read after the last progress
-	// write (a scale-down mid-walk); record where it really ended.
-	if workflow.GetVersion(r.ctx, "final-progress", workflow.DefaultVersion, 1) == 1 {
-		if err := r.recordProgress(); err != nil {
-			return RolloutOutput{}, err
-		}
-	}
 	state, keep, prune := model.RolloutCompleted, r.in.ToDefinitionID, r.in.FromDefinitionID
 	if r.phase.back() {
 		state, keep, prune = model.RolloutCanceled, r.in.FromDefinitionID, r.in.ToDefinitionID
 	}
-	r.prune(keep, append([]string{prune}, r.walked.Superseded...))
+	defs := unusedDefinitions(keep, append([]string{prune}, r.walked.Superseded...))
+	if r.current {
+		// Where the walk ended (it may have ended on a count re-read after the last
+		// progress write: a scale-down mid-walk), the end and the pruning: one transaction.
+		in := activities.CompleteRolloutInput{RolloutID: r.in.RolloutID, Progress: r.progressRecord(), State: state, Prune: defs}
+		if err := r.local(r.ctx, in, acts.CompleteRollout, nil); err != nil {
+			return r.failOrGone(err)
+		}
+		return r.ended(state, ""), nil
+	}
+	// Version 1: the walk may have ended on a count re-read after the last progress
+	// write (a scale-down mid-walk); record where it really ended.
+	if r.versioned("final-progress") {
+		if err := r.recordProgress(); err != nil {
+			return RolloutOutput{}, err
+		}
+	}
+	r.prune(defs)
 	return r.finish(state, "")
 }
 
@@ -411,5 +453,11 @@ func (r *rollout) continueAsNew(ctx workflow.Context) (RolloutOutput, error) {
 	r.takeSignals()
 	next := r.in
 	next.RolloutCarried = RolloutCarried{RolloutWalk: r.walked, Canceling: r.phase.back(), Paused: r.phase.held()}
-	return RolloutOutput{}, workflow.NewContinueAsNewError(ctx, RolloutWorkflow, next)
+	// The next run is of this run's type (named, not the function, which the worker's
+	// registration aliases to RolloutWorkflowType): a legacy continuation is as recorded.
+	typ := LegacyRolloutWorkflowType
+	if r.current {
+		typ = RolloutWorkflowType
+	}
+	return RolloutOutput{}, workflow.NewContinueAsNewError(ctx, typ, next)
 }

@@ -174,6 +174,12 @@ func (o *callOutbound) GetVersion(ctx workflow.Context, changeID string, minSupp
 }
 
 func (o *callOutbound) NewContinueAsNewError(ctx workflow.Context, wfn any, args ...any) error {
-	o.rec.add("CONTINUE-AS-NEW", "RolloutWorkflow", args...)
+	// The type the next run is of: a name, or the function (whose name every recorded run
+	// of the legacy type continued as).
+	typ, ok := wfn.(string)
+	if !ok {
+		typ = "RolloutWorkflow"
+	}
+	o.rec.add("CONTINUE-AS-NEW", typ, args...)
 	return o.Next.NewContinueAsNewError(ctx, wfn, args...)
 }

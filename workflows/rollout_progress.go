@@ -51,14 +51,18 @@ func (r *rollout) report() error {
 
 // recordProgress stores the walk's position in the rollout row.
 func (r *rollout) recordProgress() error {
-	p := model.RolloutProgress{
+	// A run in flight writes the counts itself, index by index: the walk's own are behind.
+	in := activities.RecordProgressInput{RolloutID: r.in.RolloutID, Progress: r.progressRecord(), StateOnly: r.runInFlight()}
+	return r.local(r.ctx, in, acts.RecordProgress, nil)
+}
+
+// progressRecord is the walk's position as the rollout row keeps it.
+func (r *rollout) progressRecord() model.RolloutProgress {
+	return model.RolloutProgress{
 		State: r.phase.state(), CurrentIndex: r.currentIndex(), Instances: r.instances,
 		UpdatedInstances: r.updatedCount(), GivenUpIndices: append([]int32{}, r.walked.GivenUp...),
 		RunID: workflow.GetInfo(r.ctx).WorkflowExecution.RunID,
 	}
-	// A run in flight writes the counts itself, index by index: the walk's own are behind.
-	in := activities.RecordProgressInput{RolloutID: r.in.RolloutID, Progress: p, StateOnly: r.runInFlight()}
-	return r.local(r.ctx, in, acts.RecordProgress, nil)
 }
 
 // updatedCount counts the updated indices the LRP still has after any scale-down.
@@ -108,15 +112,23 @@ func (r *rollout) upsert(state string) {
 	}
 }
 
-// prune retires the definitions the LRP no longer runs (seed 000). One that still has
-// instances stopping stays, and the converger prunes it later, so failures only log.
-func (r *rollout) prune(keep string, defs []string) {
-	seen := map[string]bool{keep: true}
+// unusedDefinitions lists defs once each, without keep and the empty id: the definitions a
+// rollout's end prunes.
+func unusedDefinitions(keep string, defs []string) []string {
+	var out []string
 	for _, d := range defs {
-		if d == "" || seen[d] {
-			continue
+		if d != "" && d != keep && !slices.Contains(out, d) {
+			out = append(out, d)
 		}
-		seen[d] = true
+	}
+	return out
+}
+
+// prune retires the definitions the LRP no longer runs (seed 000), a local activity each (a
+// legacy run's end). One that still has instances stopping stays, and the converger prunes
+// it later, so failures only log.
+func (r *rollout) prune(defs []string) {
+	for _, d := range defs {
 		var out activities.PruneDefinitionOutput
 		if err := r.local(r.ctx, activities.PruneDefinitionInput{ProcessGUID: r.in.ProcessGUID, DefinitionID: d}, acts.PruneDefinition, &out); err != nil {
 			workflow.GetLogger(r.ctx).Warn("prune definition", "definition_id", d, "error", err)
@@ -130,11 +142,16 @@ func (r *rollout) finish(state, reason string) (RolloutOutput, error) {
 	if err != nil && !isNotFound(err) {
 		return RolloutOutput{}, err
 	}
+	return r.ended(state, reason), nil
+}
+
+// ended shows the rollout's end in the Web UI and returns the workflow's output.
+func (r *rollout) ended(state, reason string) RolloutOutput {
 	workflow.SetCurrentDetails(r.ctx, fmt.Sprintf("**%s** %s → `%s` %s", state, r.in.FromDefinitionID, r.in.ToDefinitionID, reason))
 	r.upsert(state)
 	r.shown = [2]string{state, r.in.ToDefinitionID}
 	return RolloutOutput{RolloutID: r.in.RolloutID, State: state, Reason: reason,
-		Updated: r.walked.Updated, GivenUp: r.walked.GivenUp}, nil
+		Updated: r.walked.Updated, GivenUp: r.walked.GivenUp}
 }
 
 // failOrGone ends the rollout after an activity failed for good: as failed with "the LRP was

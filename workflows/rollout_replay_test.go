@@ -306,6 +306,17 @@ func (m *memStore) FinishRollout(_ context.Context, id, state, _ string) (bool, 
 	return true, nil
 }
 
+func (m *memStore) CompleteRollout(_ context.Context, id string, p model.RolloutProgress, state string, _ []string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !model.RolloutInProgress(m.states[id]) {
+		return false, nil
+	}
+	m.progress[id] = p
+	m.states[id] = state
+	return true, nil
+}
+
 func (m *memStore) PruneDefinition(_ context.Context, _, def string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -178,7 +178,7 @@ func (r *rollout) onRollback(sig RollbackSignal) bool {
 		// Without a definition (`--name rollback` and no input) an operator asks to undo
 		// this rollout: the walk back of a cancel. Runs started before this was understood
 		// ignored such a signal, and replay keeps them so.
-		if workflow.GetVersion(r.ctx, "rollback-without-definition", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		if !r.versioned("rollback-without-definition") {
 			return false
 		}
 		return r.onCancel()

@@ -47,7 +47,7 @@ func rolloutStartOptions(taskQueue string, in RolloutInput) client.StartWorkflow
 // idempotent start), and returns its run id. The rollout row must already exist (the API
 // writes it in the same transaction as the new definition).
 func StartRollout(ctx context.Context, c client.Client, taskQueue string, in RolloutInput) (string, error) {
-	run, err := c.ExecuteWorkflow(ctx, rolloutStartOptions(taskQueue, in), RolloutWorkflow, in)
+	run, err := c.ExecuteWorkflow(ctx, rolloutStartOptions(taskQueue, in), RolloutWorkflowType, in)
 	if err != nil {
 		return "", fmt.Errorf("start rollout of %s: %w", in.ProcessGUID, err)
 	}
@@ -61,7 +61,7 @@ func SupersedeRollout(ctx context.Context, c client.Client, taskQueue string, in
 	sig := SupersedeSignal{RolloutID: in.RolloutID, ToDefinitionID: in.ToDefinitionID, Kind: in.Kind,
 		FromDefinitionID: in.FromDefinitionID}
 	_, err := c.SignalWithStartWorkflow(ctx, model.RolloutWorkflowID(in.ProcessGUID), SignalSupersede, sig,
-		rolloutStartOptions(taskQueue, in), RolloutWorkflow, in)
+		rolloutStartOptions(taskQueue, in), RolloutWorkflowType, in)
 	if err != nil {
 		return fmt.Errorf("supersede rollout of %s: %w", in.ProcessGUID, err)
 	}
@@ -82,7 +82,7 @@ func SignalRollout(ctx context.Context, c client.Client, guid, name string) erro
 // its workflow): the started run then walks back at once.
 func CancelRollout(ctx context.Context, c client.Client, taskQueue string, in RolloutInput) error {
 	_, err := c.SignalWithStartWorkflow(ctx, model.RolloutWorkflowID(in.ProcessGUID), SignalCancel, nil,
-		rolloutStartOptions(taskQueue, in), RolloutWorkflow, in)
+		rolloutStartOptions(taskQueue, in), RolloutWorkflowType, in)
 	if err != nil {
 		return fmt.Errorf("cancel rollout of %s: %w", in.ProcessGUID, err)
 	}

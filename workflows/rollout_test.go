@@ -14,6 +14,7 @@ import (
 	"github.com/updatable-lrps/bbs/activities"
 	"github.com/updatable-lrps/bbs/api"
 	"github.com/updatable-lrps/bbs/model"
+	bbsworker "github.com/updatable-lrps/bbs/worker"
 	"github.com/updatable-lrps/bbs/workflows"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
@@ -50,6 +51,17 @@ type world struct {
 	off []int32
 	// await decides AwaitRunning's answer; nil means RUNNING at once.
 	await func(in activities.AwaitRunningInput) (activities.AwaitRunningOutput, error)
+	// legacy runs the workflow as the type recorded before workflows.RolloutWorkflowType.
+	legacy bool
+}
+
+// execute runs the rollout workflow with in, as workflows.RolloutWorkflowType unless legacy.
+func (w *world) execute(in workflows.RolloutInput) {
+	if w.legacy {
+		w.env.ExecuteWorkflow(workflows.LegacyRolloutWorkflowType, in)
+		return
+	}
+	w.env.ExecuteWorkflow(workflows.RolloutWorkflowType, in)
 }
 
 func newWorld(t *testing.T, instances int32) *world {
@@ -58,6 +70,7 @@ func newWorld(t *testing.T, instances int32) *world {
 		healthy: "def1", at: map[string]time.Duration{}}
 	w.start = w.env.Now()
 	w.env.RegisterActivity(rollouts)
+	bbsworker.RegisterWorkflows(w.env)
 	env := w.env
 	// A wait is recorded when it starts: a mocked one that is interrupted never returns.
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
@@ -129,6 +142,21 @@ func newWorld(t *testing.T, instances int32) *world {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			w.finished = append(w.finished, in)
+			return activities.Empty{}, nil
+		})
+	// A run of workflows.RolloutWorkflowType ends in one activity: recorded as the three a
+	// legacy run calls (the final progress, the prunes, the finish).
+	env.OnActivity(rollouts.CompleteRollout, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.CompleteRolloutInput) (activities.Empty, error) {
+			for _, d := range in.Prune {
+				w.record("prune " + d)
+			}
+			w.record("finish " + in.RolloutID + " " + in.State)
+			w.record("complete " + in.RolloutID)
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.progress = append(w.progress, activities.RecordProgressInput{RolloutID: in.RolloutID, Progress: in.Progress})
+			w.finished = append(w.finished, activities.FinishRolloutInput{RolloutID: in.RolloutID, State: in.State})
 			return activities.Empty{}, nil
 		})
 	env.OnActivity(rollouts.StartRollback, mock.Anything, mock.Anything).Return(
@@ -224,7 +252,7 @@ func (w *world) query() workflows.RolloutProgress {
 
 func (w *world) run(in workflows.RolloutInput) workflows.RolloutOutput {
 	w.t.Helper()
-	w.env.ExecuteWorkflow(workflows.RolloutWorkflow, in)
+	w.execute(in)
 	if !w.env.IsWorkflowCompleted() {
 		w.t.Fatal("the workflow did not complete")
 	}
@@ -284,6 +312,30 @@ func TestRolloutWalksEveryIndexInOrder(t *testing.T) {
 	}
 	if w.awaits[0].Deadline != 0 || w.awaits[1].Deadline != workflows.DefaultIndexDeadline {
 		t.Fatalf("deadlines = %v, %v: none until the definition is healthy", w.awaits[0].Deadline, w.awaits[1].Deadline)
+	}
+}
+
+// A rollout ends in one local activity (its final progress, the end, the prunes in one
+// transaction); a run of the legacy type, recorded before, keeps its three and its
+// "final-progress" version, and walks and ends the same.
+func TestRolloutEndsInOneActivityUnlessLegacy(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("legacy=%v", legacy), func(t *testing.T) {
+			w := newWorld(t, 3)
+			w.legacy = legacy
+			w.onAwait(anyAwait, 0)
+			out := w.run(input())
+			assertWalk(t, w, forward("def2", 0, 1, 2))
+			if out.State != model.RolloutCompleted || !w.has("prune def1") || !w.has("finish r1 completed") {
+				t.Fatalf("output %+v, calls %q", out, w.calls)
+			}
+			if w.has("complete r1") == legacy {
+				t.Fatalf("legacy %v: calls %q", legacy, w.calls)
+			}
+			if last := w.progress[len(w.progress)-1].Progress; last.UpdatedInstances != 3 || last.CurrentIndex != 3 {
+				t.Fatalf("last progress = %+v", last)
+			}
+		})
 	}
 }
 
@@ -564,7 +616,7 @@ func TestRolloutFailsOnAnUnexpectedError(t *testing.T) {
 	w.await = func(in activities.AwaitRunningInput) (activities.AwaitRunningOutput, error) {
 		return activities.AwaitRunningOutput{}, temporal.NewNonRetryableApplicationError("bad index", string(model.ErrInvalidRequest), nil)
 	}
-	w.env.ExecuteWorkflow(workflows.RolloutWorkflow, input())
+	w.execute(input())
 	var appErr *temporal.ApplicationError
 	if err := w.env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != string(model.ErrInvalidRequest) {
 		t.Fatalf("workflow error = %v", err)
@@ -579,9 +631,10 @@ func TestRolloutStaleStartDoesNothing(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterActivity(rollouts)
+	bbsworker.RegisterWorkflows(env)
 	env.OnActivity(rollouts.LoadRollout, mock.Anything, mock.Anything).Return(activities.LoadRolloutOutput{
 		Exists: true, Instances: 3, Rollout: model.Rollout{ID: "r1", State: model.RolloutSuperseded}}, nil)
-	env.ExecuteWorkflow(workflows.RolloutWorkflow, input())
+	env.ExecuteWorkflow(workflows.RolloutWorkflowType, input())
 	var out workflows.RolloutOutput
 	if err := env.GetWorkflowResult(&out); err != nil || out.State != model.RolloutSuperseded {
 		t.Fatalf("output %+v, %v", out, err)
@@ -608,7 +661,7 @@ func TestRolloutContinuesAsNewWithItsState(t *testing.T) {
 	w.onAwait(anyAwait, 10*time.Minute)
 	in := input()
 	in.ContinueAsNewEvery = 2
-	w.env.ExecuteWorkflow(workflows.RolloutWorkflow, in)
+	w.execute(in)
 	next := continuedInput(t, w.env.GetWorkflowError())
 	if next.NextIndex != 2 || !slices.Equal(next.Updated, []int32{0, 1}) || !next.Healthy || next.RolloutID != "r1" || next.ContinueAsNewEvery != 2 {
 		t.Fatalf("carried %+v", next)
@@ -618,7 +671,7 @@ func TestRolloutContinuesAsNewWithItsState(t *testing.T) {
 	w2.healthy = "def2"
 	w2.onAwait(anyAwait, 10*time.Minute)
 	w2.signal(20*time.Minute, workflows.SignalCancel, nil)
-	w2.env.ExecuteWorkflow(workflows.RolloutWorkflow, next)
+	w2.execute(next)
 	next2 := continuedInput(t, w2.env.GetWorkflowError())
 	// The cancel came with index 3's end: whichever the workflow saw first, it must be carried.
 	if !next2.Canceling || !slices.Equal(next2.Replaced[:3], []int32{0, 1, 2}) {
@@ -644,7 +697,7 @@ func TestRolloutFailsWhenADefinitionIsMissing(t *testing.T) {
 	w.await = func(in activities.AwaitRunningInput) (activities.AwaitRunningOutput, error) {
 		return activities.AwaitRunningOutput{}, temporal.NewNonRetryableApplicationError("no live definition", string(model.ErrResourceNotFound), nil)
 	}
-	w.env.ExecuteWorkflow(workflows.RolloutWorkflow, input())
+	w.execute(input())
 	if err := w.env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "no live definition") {
 		t.Fatalf("workflow error = %v", err)
 	}
