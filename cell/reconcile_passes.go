@@ -41,6 +41,9 @@ func (a *Agent) reconcileContainers(ctx context.Context, guids []string) error {
 	if err != nil {
 		return err
 	}
+	if containers, err = a.removeStopped(ctx, containers); err != nil {
+		return err
+	}
 	switch len(containers) {
 	case 0:
 		return nil
@@ -140,6 +143,42 @@ func (a *Agent) startFresh(ctx context.Context, containers []executor.Container)
 		rest = append(rest, byGuid[r.req.InstanceKey.InstanceGUID])
 	}
 	return rest, err
+}
+
+// removeStopped removes the instance records of the containers that completed because this
+// cell stopped them (a retirement, a scale-down), without reading their slots first, deletes
+// the containers, and returns the others. For such a container Decide removes the record
+// when the slot holds this container's instance (CLAIMED or RUNNING here) and otherwise only
+// deletes the container; the store's remove, given the instance key, takes exactly the first
+// case and refuses (ActualLRPCannotBeRemoved) or does not find the others. So a stop costs
+// one write, where reading the slot first cost as much again.
+func (a *Agent) removeStopped(ctx context.Context, containers []executor.Container) (rest []executor.Container, err error) {
+	var errs []error
+	for _, c := range containers {
+		if c.State != executor.StateCompleted || !c.Result.Stopped {
+			rest = append(rest, c)
+			continue
+		}
+		errs = append(errs, a.removeStoppedOne(ctx, c.Guid))
+	}
+	return rest, errors.Join(errs...)
+}
+
+// removeStoppedOne is removeStopped for one container, under the agent's lock, as
+// applyDecision: a fresh read of the container first (another pass may have deleted it).
+func (a *Agent) removeStoppedOne(ctx context.Context, guid string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c, ok := a.exec.Get(guid)
+	if !ok || c.State != executor.StateCompleted || !c.Result.Stopped {
+		return nil
+	}
+	ik := a.instanceKey(&c)
+	err := a.bbs.RemoveActualLRP(ctx, c.Key, &ik)
+	if err != nil && !model.IsType(err, model.ErrResourceNotFound) && !model.IsType(err, model.ErrCannotBeRemoved) {
+		return err
+	}
+	return a.exec.Delete(c.Guid)
 }
 
 // reportStarts tells the BBS, in one batch, that these instances run here.
