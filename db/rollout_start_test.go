@@ -73,15 +73,22 @@ func TestRollbackAndActivateTargets(t *testing.T) {
 	}
 }
 
-func TestWalkStepsAreIdempotent(t *testing.T) {
-	s := dbtest.NewStore(t)
-	desire(t, s, newLRP("app", 2))
-	makeRunning(t, s, "app", "app", 0)
-	st, err := s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindUpdate, Definition: newDef("v2")})
+// startedUpdate desires LRP guid with instances instances (index 0 RUNNING on its first
+// definition, named guid) and starts its update to definition to; it returns the rollout's id.
+func startedUpdate(t *testing.T, s *db.Store, guid string, instances int32, to string) string {
+	t.Helper()
+	desire(t, s, newLRP(guid, instances))
+	makeRunning(t, s, guid, guid, 0)
+	st, err := s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: guid, Kind: model.RolloutKindUpdate, Definition: newDef(to)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := st.Rollout.ID
+	return st.Rollout.ID
+}
+
+func TestWalkStepsAreIdempotent(t *testing.T) {
+	s := dbtest.NewStore(t)
+	id := startedUpdate(t, s, "app", 2, "v2")
 	for i := 0; i < 2; i++ {
 		a, err := s.DesireInstance(ctx, "app", "v2", 0)
 		if err != nil || a.State != model.StateUnclaimed || a.DefinitionID != "v2" {
@@ -160,14 +167,8 @@ func TestCrashRestartUsesTheHealthyDefinition(t *testing.T) {
 // instances are still stopping stays; a retry writes nothing.
 func TestCompleteRolloutEndsAndPrunesTogether(t *testing.T) {
 	s := dbtest.NewStore(t)
-	desire(t, s, newLRP("app", 2))
-	makeRunning(t, s, "app", "app", 0)
-	st, err := s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindUpdate, Definition: newDef("v2")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := st.Rollout.ID
-	_, err = s.CompleteRollout(ctx, id, model.RolloutProgress{}, model.RolloutFailed, nil)
+	id := startedUpdate(t, s, "app", 2, "v2")
+	_, err := s.CompleteRollout(ctx, id, model.RolloutProgress{}, model.RolloutFailed, nil)
 	wantType(t, err, model.ErrInvalidRequest)
 	// The old definition runs nowhere any more.
 	exec(t, s, `DELETE FROM actual_lrps WHERE definition_id = 'app'`)
@@ -195,13 +196,8 @@ func TestCompleteRolloutEndsAndPrunesTogether(t *testing.T) {
 	}
 
 	// A definition with an instance still stopping stays live.
-	desire(t, s, newLRP("busy", 1))
-	makeRunning(t, s, "busy", "busy", 0)
-	st, err = s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "busy", Kind: model.RolloutKindUpdate, Definition: newDef("b2")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if finished, err := s.CompleteRollout(ctx, st.Rollout.ID, p, model.RolloutCompleted, []string{"busy"}); err != nil || !finished {
+	busy := startedUpdate(t, s, "busy", 1, "b2")
+	if finished, err := s.CompleteRollout(ctx, busy, p, model.RolloutCompleted, []string{"busy"}); err != nil || !finished {
 		t.Fatalf("complete: %v %v", finished, err)
 	}
 	if n := count(t, s, `SELECT count(*) FROM lrp_definitions WHERE process_guid = 'busy' AND definition_id = 'busy' AND live`); n != 1 {

@@ -105,6 +105,7 @@ type Cluster struct {
 	cancel   context.CancelFunc
 	closers  []func() // run, last added first, after they stopped
 	stopOnce sync.Once
+	log      *zap.Logger
 }
 
 // Cell is one sim cell agent.
@@ -116,10 +117,30 @@ type Cell struct {
 	cancel   context.CancelFunc
 }
 
+// clusterLog is where the cluster's processes log: nowhere, unless BBS_TESTCLUSTER_LOG names
+// a file, which then receives their warnings and errors as JSON lines — for a benchmark run
+// that misbehaves, whose processes otherwise say nothing.
+func clusterLog(t testing.TB) *zap.Logger {
+	path := os.Getenv("BBS_TESTCLUSTER_LOG")
+	if path == "" {
+		return zap.NewNop()
+	}
+	cfg := zap.NewProductionConfig()
+	cfg.Level = zap.NewAtomicLevelAt(zap.WarnLevel)
+	cfg.OutputPaths, cfg.ErrorOutputPaths = []string{path}, []string{path}
+	cfg.Sampling = nil
+	log, err := cfg.Build()
+	if err != nil {
+		t.Fatalf("BBS_TESTCLUSTER_LOG: %v", err)
+	}
+	t.Cleanup(func() { _ = log.Sync() })
+	return log
+}
+
 // New starts a cluster; everything stops when the test ends.
 func New(t testing.TB, opts Options) *Cluster {
 	t.Helper()
-	log := zap.NewNop()
+	log := clusterLog(t)
 	dbURL := dbtest.NewURL(t)
 	// BBS_DB_STATEMENT_CACHE as the bbs command reads it, for A/B runs of the benchmarks.
 	prepare, err := db.ParseStatementCache(os.Getenv("BBS_DB_STATEMENT_CACHE"))
@@ -134,7 +155,7 @@ func New(t testing.TB, opts Options) *Cluster {
 	if opts.RestartPolicy != nil {
 		store.SetRestartPolicy(*opts.RestartPolicy)
 	}
-	c := &Cluster{Store: store, DatabaseURL: dbURL, Stopper: &cellapi.Stopper{Cells: store, Client: cellapi.NewClient(nil)}, t: t, backend: opts.Backend, opts: opts}
+	c := &Cluster{Store: store, DatabaseURL: dbURL, Stopper: &cellapi.Stopper{Cells: store, Client: cellapi.NewClient(nil)}, t: t, backend: opts.Backend, opts: opts, log: log}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	t.Cleanup(c.Stop)
 
@@ -257,7 +278,7 @@ func (c *Cluster) AddCell(id, zone string, capacity model.CellCapacity) *Cell {
 		// A client of its own, as each rep has: sharing the cluster's had a thousand cells
 		// contend for one pool of 64 connections, dialing afresh whenever it was short.
 		BBS: bbsclient.New(c.URL, nil),
-		Log: zap.NewNop(),
+		Log: c.log.Named(id),
 	})
 	agent, exec := built.Agent, built.Exec
 	sc := &Cell{ID: id, Zone: zone, Agent: agent, Exec: exec, done: make(chan error, 1)}
