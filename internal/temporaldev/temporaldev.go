@@ -53,13 +53,13 @@ var DynamicConfig = []string{
 	"history.transferProcessorMaxPollRPS=1000",
 	"history.timerProcessorMaxPollRPS=1000",
 	"history.visibilityProcessorMaxPollRPS=1000",
-	// A task queue's backlog reader reads the tasks matching had to store (no poller was
-	// waiting) when it is signalled, and otherwise only at each ack update (1 minute by
-	// default). Under a burst (a thousand rollouts started at once) a signal can be missed:
-	// hundreds of first workflow tasks then sat in the backlog, their workers polling idle,
-	// until the minute was up (a 1,000-rollout benchmark ran 1:40 instead of 0:45 in about
-	// one run of four). At 5 seconds (a number is seconds) a missed signal costs that long.
-	"matching.updateAckInterval=5",
+	// A workflow poller's long poll lasts a minute by default. Under a burst (a thousand
+	// rollouts started at once) matching at times left hundreds of first workflow tasks
+	// undelivered while every poller of the queue waited, until the pollers' long polls
+	// expired and they polled again: a 1,000-rollout benchmark took 1:40 instead of 0:45 in
+	// one run of three (docs/BENCHMARKS.md, session 11). Polls of 5 s (a number is seconds)
+	// bound such a stall to that, for one empty answer per idle poller every 5 s.
+	"matching.longPollExpirationInterval=5",
 }
 
 // Config says how to run the dev server.

@@ -45,7 +45,12 @@ func start(t testing.TB) (*server, error) {
 	bin := Bin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := temporaldev.Start(ctx, temporaldev.Config{Bin: bin, LogLevel: "error"})
+	// BBS_TEST_TEMPORAL_LOG keeps the server's warnings in a file (a run that misbehaves).
+	cfg := temporaldev.Config{Bin: bin, LogLevel: "error"}
+	if f := os.Getenv("BBS_TEST_TEMPORAL_LOG"); f != "" {
+		cfg.LogFile, cfg.LogLevel = f, "warn"
+	}
+	srv, err := temporaldev.Start(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
