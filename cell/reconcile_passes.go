@@ -173,7 +173,14 @@ func (a *Agent) removeStoppedOne(ctx context.Context, guid string) error {
 	if !ok || c.State != executor.StateCompleted || !c.Result.Stopped {
 		return nil
 	}
-	ik := a.instanceKey(&c)
+	return a.removeThenDelete(ctx, &c)
+}
+
+// removeThenDelete removes the record of the instance container c holds, if it still does
+// (the instance key must match: a record gone or another instance's is left alone), then
+// deletes the container. The agent's lock must be held.
+func (a *Agent) removeThenDelete(ctx context.Context, c *executor.Container) error {
+	ik := a.instanceKey(c)
 	err := a.bbs.RemoveActualLRP(ctx, c.Key, &ik)
 	if err != nil && !model.IsType(err, model.ErrResourceNotFound) && !model.IsType(err, model.ErrCannotBeRemoved) {
 		return err
@@ -308,12 +315,7 @@ func (a *Agent) applyDecision(ctx context.Context, c *executor.Container, lrp *m
 		log.Info("instance crashed", zap.String("reason", c.Result.FailureReason))
 		return a.exec.Delete(c.Guid)
 	case RemoveThenDeleteContainer:
-		ik := a.instanceKey(c)
-		err := a.bbs.RemoveActualLRP(ctx, c.Key, &ik)
-		if err != nil && !model.IsType(err, model.ErrResourceNotFound) && !model.IsType(err, model.ErrCannotBeRemoved) {
-			return err
-		}
-		return a.exec.Delete(c.Guid)
+		return a.removeThenDelete(ctx, c)
 	case DeleteContainer:
 		return a.exec.Delete(c.Guid)
 	case UnclaimAndRequestStart:

@@ -1,10 +1,10 @@
 // Package gctune sets how often the Go garbage collector runs in the processes of the BBS and
-// in the Temporal servers it starts. Their live heaps are small (tens of MiB: the API's peak
-// is ~36 MiB while it lists 250,000 instances) and churn fast, so at Go's default (a
-// collection each time the heap doubles) the collector took 7–11 % of every process's CPU
-// under 1,000 rollouts; a collection each time the heap grows fivefold costs a few dozen MiB
-// and bought ~10 % of the CPU per rollout step (docs/BENCHMARKS.md, session 11). An operator's
-// own GOGC (or GOMEMLIMIT) in the environment always wins.
+// in the Temporal servers it starts. Their live heaps are small (tens of MiB) and churn fast,
+// so at Go's default (a collection each time the heap doubles) the collector took 7–11 % of
+// every process's CPU under 1,000 rollouts; a collection each time the heap grows fivefold
+// costs a few dozen MiB (the API's peak while it lists 250,000 instances: 36 → 50 MiB) and
+// bought ~5.5 % of our CPU and of the dev server's per rollout step, and a faster fleet list
+// (docs/BENCHMARKS.md, session 11). An operator's own GOGC (or GOMEMLIMIT) always wins.
 package gctune
 
 import (
