@@ -31,9 +31,11 @@ type lrpColumns struct {
 	RoutesExact []byte   `db:"routes_exact"`
 	Annotation  string   `db:"annotation"`
 	MetricTags  jsonText `db:"metric_tags"`
+	// RolloutStrategy is the LRP's default strategy (NULL: none).
+	RolloutStrategy jsonText `db:"rollout_strategy"`
 }
 
-const desiredColumns = `l.process_guid, l.domain, l.instances, l.routes, l.routes_exact, l.annotation, l.metric_tags,
+const desiredColumns = `l.process_guid, l.domain, l.instances, l.routes, l.routes_exact, l.annotation, l.metric_tags, l.rollout_strategy,
     l.active_definition_id, l.healthy_definition_id, l.previous_definition_id,
     l.modification_epoch, l.modification_index`
 
@@ -105,6 +107,10 @@ func (r *desiredWithDefinition) model() (*model.DesiredLRP, error) {
 	if err != nil {
 		return nil, err
 	}
+	strategy, err := decodeStrategy(r.RolloutStrategy)
+	if err != nil {
+		return nil, err
+	}
 	return &model.DesiredLRP{
 		ProcessGUID:          r.ProcessGUID,
 		Domain:               r.Domain,
@@ -115,6 +121,7 @@ func (r *desiredWithDefinition) model() (*model.DesiredLRP, error) {
 		ModificationTag:      r.tag(),
 		LRPDefinition:        def,
 		PreviousDefinitionID: r.PreviousDefinitionID.String,
+		RolloutStrategy:      strategy,
 	}, nil
 }
 
@@ -181,9 +188,9 @@ func (s *Store) DesireLRP(ctx context.Context, in *model.DesiredLRP) (*model.Des
 // LRP's instance), in that order; desireArgs encoded them from the rows as written.
 var desireLRP = `WITH lrp AS (
     INSERT INTO desired_lrps (process_guid, domain, instances, routes, routes_exact, annotation, metric_tags,
-        active_definition_id, modification_epoch)
+        rollout_strategy, active_definition_id, modification_epoch)
     VALUES (:process_guid, :domain, :instances, :routes, :routes_exact, :annotation, :metric_tags,
-        :definition_id, :modification_epoch)
+        :rollout_strategy, :definition_id, :modification_epoch)
     RETURNING instances),
 definition AS (` + insertDefinition + `),
 created AS (` + insertMissingInstances("(SELECT instances FROM lrp)", "(CAST(:epochs AS text[]))[i + 1]") + `
@@ -220,8 +227,12 @@ func (s *Store) newDesireArgs(d *model.DesiredLRP) (*desireArgs, error) {
 	if err != nil {
 		return nil, err
 	}
+	strategy, err := encodeStrategy(d.RolloutStrategy)
+	if err != nil {
+		return nil, err
+	}
 	a := &desireArgs{definitionRow: *def, lrpColumns: lrpColumns{Domain: d.Domain, Instances: d.Instances, Routes: routes,
-		RoutesExact: routesExact, Annotation: d.Annotation, MetricTags: tags},
+		RoutesExact: routesExact, Annotation: d.Annotation, MetricTags: tags, RolloutStrategy: strategy},
 		ModificationEpoch: d.ModificationTag.Epoch, Since: s.nowNanos(), Epochs: make(pq.StringArray, max(d.Instances, 0))}
 	events := []pendingEvent{event(model.EventDesiredLRPCreated, model.NewDesiredLRPEvent(d))}
 	for i := range a.Epochs {
@@ -366,10 +377,18 @@ func (s *Store) applyUpdate(ctx context.Context, tx *sqlx.Tx, row *desiredRow, u
 			return nil, err
 		}
 	}
+	if u.RolloutStrategy != nil {
+		if set.RolloutStrategy, err = encodeStrategy(u.RolloutStrategy); err != nil {
+			return nil, err
+		}
+		// The rollout this update may start resolves over the new default.
+		row.RolloutStrategy = set.RolloutStrategy
+	}
 	if _, err := tx.ExecContext(ctx, `
 UPDATE desired_lrps SET instances = $2, routes = $3, routes_exact = $4, annotation = $5, metric_tags = $6,
-    modification_index = modification_index + 1, updated_at = now()
-WHERE process_guid = $1`, row.ProcessGUID, set.Instances, set.Routes, set.RoutesExact, set.Annotation, set.MetricTags); err != nil {
+    rollout_strategy = $7, modification_index = modification_index + 1, updated_at = now()
+WHERE process_guid = $1`, row.ProcessGUID, set.Instances, set.Routes, set.RoutesExact, set.Annotation, set.MetricTags,
+		set.RolloutStrategy); err != nil {
 		return nil, err
 	}
 	if a := u.ActiveDefinition; a != nil {

@@ -11,21 +11,22 @@ import (
 
 // rolloutRow is one row of rollouts.
 type rolloutRow struct {
-	ID               string        `db:"id"`
-	ProcessGUID      string        `db:"process_guid"`
-	Kind             string        `db:"kind"`
-	FromDefinitionID string        `db:"from_definition_id"`
-	ToDefinitionID   string        `db:"to_definition_id"`
-	State            string        `db:"state"`
-	CurrentIndex     int32         `db:"current_index"`
-	UpdatedInstances int32         `db:"updated_instances"`
-	Instances        int32         `db:"instances"`
-	GivenUpIndices   pq.Int32Array `db:"given_up_indices"`
-	StartedAt        int64         `db:"started_at"`
-	FinishedAt       sql.NullInt64 `db:"finished_at"`
-	WorkflowID       string        `db:"workflow_id"`
-	RunID            string        `db:"run_id"`
-	Reason           string        `db:"reason"`
+	ID               string         `db:"id"`
+	ProcessGUID      string         `db:"process_guid"`
+	Kind             string         `db:"kind"`
+	FromDefinitionID string         `db:"from_definition_id"`
+	ToDefinitionID   string         `db:"to_definition_id"`
+	State            string         `db:"state"`
+	CurrentIndex     int32          `db:"current_index"`
+	UpdatedInstances int32          `db:"updated_instances"`
+	Instances        int32          `db:"instances"`
+	GivenUpIndices   pq.Int32Array  `db:"given_up_indices"`
+	StartedAt        int64          `db:"started_at"`
+	FinishedAt       sql.NullInt64  `db:"finished_at"`
+	WorkflowID       string         `db:"workflow_id"`
+	RunID            string         `db:"run_id"`
+	Reason           string         `db:"reason"`
+	Strategy         strategyColumn `db:"strategy"`
 }
 
 // inProgressStates is model.RolloutStatesInProgress as an SQL list for `state IN`: literals
@@ -46,7 +47,7 @@ const rolloutColumns = `id, process_guid, kind, from_definition_id, to_definitio
     current_index, updated_instances, instances, given_up_indices,
     (extract(epoch FROM started_at) * 1e9)::bigint AS started_at,
     (extract(epoch FROM finished_at) * 1e9)::bigint AS finished_at,
-    workflow_id, run_id, reason`
+    workflow_id, run_id, reason, strategy`
 
 func (r *rolloutRow) model() model.Rollout {
 	given := []int32(r.GivenUpIndices)
@@ -58,7 +59,7 @@ func (r *rolloutRow) model() model.Rollout {
 		FromDefinitionID: r.FromDefinitionID, ToDefinitionID: r.ToDefinitionID, State: r.State,
 		CurrentIndex: r.CurrentIndex, UpdatedInstances: r.UpdatedInstances, Instances: r.Instances,
 		GivenUpIndices: given, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt.Int64,
-		WorkflowID: r.WorkflowID, RunID: r.RunID, Reason: r.Reason,
+		WorkflowID: r.WorkflowID, RunID: r.RunID, Reason: r.Reason, Strategy: r.Strategy.s,
 	}
 }
 

@@ -22,6 +22,9 @@ type RolloutRequest struct {
 	// Supersede lets the request replace a rollout in progress (seed 000's new definition
 	// during a rollout); without it such a request fails with UpdateInProgress (seed 001).
 	Supersede bool
+	// Strategy is the request's own strategy; Defaults the server's. The rollout records
+	// them resolved over the LRP's default (model.ResolveStrategy).
+	Strategy, Defaults *model.RolloutStrategy
 }
 
 // RolloutStart is what starting a rollout changed.
@@ -88,11 +91,16 @@ UPDATE desired_lrps SET active_definition_id = $2, previous_definition_id = $3,
 WHERE process_guid = $1 RETURNING instances`, req.ProcessGUID, to, from); err != nil {
 			return err
 		}
+		strategy, err := resolveStrategy(req, row.RolloutStrategy)
+		if err != nil {
+			return err
+		}
 		var r rolloutRow
 		if err := tx.GetContext(ctx, &r, `INSERT INTO rollouts (id, process_guid, kind, from_definition_id, to_definition_id,
-    state, instances, workflow_id)
-VALUES ($1, $2, $3, $4, $5, 'active', $6, $7)
-RETURNING `+rolloutColumns, uuid.NewString(), req.ProcessGUID, req.Kind, from, to, instances, model.RolloutWorkflowID(req.ProcessGUID)); err != nil {
+    state, instances, workflow_id, strategy)
+VALUES ($1, $2, $3, $4, $5, 'active', $6, $7, $8)
+RETURNING `+rolloutColumns, uuid.NewString(), req.ProcessGUID, req.Kind, from, to, instances, model.RolloutWorkflowID(req.ProcessGUID),
+			strategy); err != nil {
 			return err
 		}
 		ro := r.model()

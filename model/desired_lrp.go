@@ -26,6 +26,10 @@ type DesiredLRP struct {
 	LRPDefinition
 	// PreviousDefinitionID is set only while a rollout is in progress.
 	PreviousDefinitionID string `json:"previous_definition_id,omitempty"`
+	// RolloutStrategy is the LRP's default strategy for its rollouts (ROLLOUTS-NEXT.md
+	// section 1): an update's own strategy wins over it field by field, and it over the
+	// server's.
+	RolloutStrategy *RolloutStrategy `json:"rollout_strategy,omitempty"`
 }
 
 // Validate checks a DesiredLRP as submitted for creation. A missing definition id is
@@ -50,6 +54,9 @@ func (d *DesiredLRP) Validate() error {
 		return err
 	}
 	if err := validateMetricTags(d.MetricTags, d.MetricsGUID); err != nil {
+		return err
+	}
+	if err := validateRolloutStrategy(d.RolloutStrategy); err != nil {
 		return err
 	}
 	return d.LRPDefinition.Validate()
@@ -101,6 +108,11 @@ type DesiredLRPUpdate struct {
 	Annotation *string                     `json:"annotation,omitempty"`
 	MetricTags *map[string]json.RawMessage `json:"metric_tags,omitempty"`
 	Definition *LRPDefinition              `json:"definition,omitempty"`
+	// Strategy is how the rollout to Definition walks; it needs a Definition.
+	Strategy *RolloutStrategy `json:"strategy,omitempty"`
+	// RolloutStrategy replaces the LRP's default strategy (alone, or beside a Definition,
+	// whose rollout then resolves over it).
+	RolloutStrategy *RolloutStrategy `json:"rollout_strategy,omitempty"`
 	// ActiveDefinition, which only the BBS protocol sets, replaces the stored protobuf of the
 	// LRP's active definition (BBS updates image credentials in place). It names the
 	// definition it was made from: should another be active by then, the update is refused as
@@ -144,7 +156,29 @@ func (u *DesiredLRPUpdate) Validate() error {
 			return err
 		}
 	}
-	return nil
+	if u.Strategy != nil {
+		if u.Definition == nil {
+			return invalid("strategy applies to the rollout of a definition: give definition beside it (rollout_strategy sets the LRP's default)")
+		}
+		if err := u.Strategy.Validate(); err != nil {
+			return err
+		}
+		if err := u.Strategy.Supported(); err != nil {
+			return err
+		}
+	}
+	return validateRolloutStrategy(u.RolloutStrategy)
+}
+
+// validateRolloutStrategy checks an LRP's default strategy, if one is given.
+func validateRolloutStrategy(s *RolloutStrategy) error {
+	if s == nil {
+		return nil
+	}
+	if err := s.ValidateDefault(); err != nil {
+		return err
+	}
+	return s.Supported()
 }
 
 // DesiredLRPSchedulingInfo is the part of a DesiredLRP the auctioneer and converger need: no

@@ -54,6 +54,9 @@ type Rollout struct {
 	WorkflowID       string  `json:"workflow_id"`
 	RunID            string  `json:"run_id,omitempty"`
 	Reason           string  `json:"reason,omitempty"`
+	// Strategy is the rollout's strategy as resolved at its start (the update's over the
+	// LRP's over the server's); nil for a rollout started before strategies existed.
+	Strategy *RolloutStrategy `json:"strategy,omitempty"`
 }
 
 // RolloutStatesInProgress are the states of a rollout still under way: walking, paused

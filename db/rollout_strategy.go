@@ -1,0 +1,58 @@
+package db
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// encodeStrategy is a strategy as its jsonb column holds it: NULL for none.
+func encodeStrategy(s *model.RolloutStrategy) (jsonText, error) {
+	if s == nil {
+		return nil, nil
+	}
+	return json.Marshal(s)
+}
+
+// decodeStrategy reads a strategy column (nil for NULL). The store wrote it from a validated
+// strategy, so a column it cannot read is corruption, not a client's mistake.
+func decodeStrategy(col jsonText) (*model.RolloutStrategy, error) {
+	if col == nil {
+		return nil, nil
+	}
+	var s model.RolloutStrategy
+	if err := json.Unmarshal(col, &s); err != nil {
+		return nil, fmt.Errorf("stored rollout strategy %s: %w", col, err)
+	}
+	return &s, nil
+}
+
+// strategyColumn scans a strategy column (NULL: none), so that a row struct reads it like any
+// other column and a column it cannot read fails the scan.
+type strategyColumn struct{ s *model.RolloutStrategy }
+
+// Scan reads a json or jsonb column.
+func (c *strategyColumn) Scan(src any) error {
+	var col jsonText
+	if err := col.Scan(src); err != nil {
+		return err
+	}
+	s, err := decodeStrategy(col)
+	c.s = s
+	return err
+}
+
+// resolveStrategy is the strategy a rollout starts with: the request's over the LRP's default
+// (its column, as the request's own update may just have set it) over the server's.
+func resolveStrategy(req RolloutRequest, lrpDefault jsonText) (jsonText, error) {
+	if req.Strategy == nil && lrpDefault == nil && req.Defaults == nil {
+		return nil, nil
+	}
+	def, err := decodeStrategy(lrpDefault)
+	if err != nil {
+		return nil, err
+	}
+	resolved := model.ResolveStrategy(req.Strategy, def, req.Defaults)
+	return encodeStrategy(&resolved)
+}
