@@ -110,6 +110,10 @@ type SupersedeSignal struct {
 	// differs from the run's only when the signal starts a new rollout after the last one
 	// finished. Empty (older signals) keeps the run's.
 	FromDefinitionID string `json:"from_definition_id,omitempty"`
+	// MaxInFlight and IndexDeadline are the new rollout's pace (its resolved strategy); zero
+	// (older signals, a rollback an operator signalled) keeps the run's.
+	MaxInFlight   int           `json:"max_in_flight,omitempty"`
+	IndexDeadline time.Duration `json:"index_deadline,omitempty"`
 }
 
 // RolloutOutput is how the rollout ended.

@@ -162,6 +162,12 @@ func (r *rollout) onSupersede(sig SupersedeSignal) bool {
 	if sig.Kind != "" {
 		r.in.Kind = sig.Kind
 	}
+	if sig.MaxInFlight > 0 {
+		r.in.MaxInFlight = sig.MaxInFlight
+	}
+	if sig.IndexDeadline > 0 {
+		r.in.IndexDeadline = sig.IndexDeadline
+	}
 	r.walked.NextIndex = 0
 	r.walked.Updated = nil
 	r.walked.GivenUp = nil

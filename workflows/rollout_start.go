@@ -59,7 +59,7 @@ func StartRollout(ctx context.Context, c client.Client, taskQueue string, in Rol
 // the old run may have finished between the API's write and this call.
 func SupersedeRollout(ctx context.Context, c client.Client, taskQueue string, in RolloutInput) error {
 	sig := SupersedeSignal{RolloutID: in.RolloutID, ToDefinitionID: in.ToDefinitionID, Kind: in.Kind,
-		FromDefinitionID: in.FromDefinitionID}
+		FromDefinitionID: in.FromDefinitionID, MaxInFlight: in.MaxInFlight, IndexDeadline: in.IndexDeadline}
 	_, err := c.SignalWithStartWorkflow(ctx, model.RolloutWorkflowID(in.ProcessGUID), SignalSupersede, sig,
 		rolloutStartOptions(taskQueue, in), RolloutWorkflowType, in)
 	if err != nil {
@@ -102,11 +102,31 @@ type RolloutClient struct {
 	Stepwise bool
 }
 
-// Input is the workflow input of a rollout row.
+// Input is the workflow input of a rollout row: its pace is the row's resolved strategy, or,
+// for a row from before strategies, the client's.
 func (rc *RolloutClient) Input(r *model.Rollout, domain string) RolloutInput {
+	deadline := rc.IndexDeadline
+	if ms := r.Strategy.IndexDeadlineMSOr(0); ms > 0 {
+		deadline = time.Duration(ms) * time.Millisecond
+	}
 	return RolloutInput{RolloutID: r.ID, ProcessGUID: r.ProcessGUID, Domain: domain,
 		FromDefinitionID: r.FromDefinitionID, ToDefinitionID: r.ToDefinitionID, Kind: r.Kind,
-		MaxInFlight: rc.MaxInFlight, IndexDeadline: rc.IndexDeadline, Runs: !rc.Stepwise}
+		MaxInFlight: r.Strategy.MaxInFlightOr(rc.MaxInFlight), IndexDeadline: deadline, Runs: !rc.Stepwise}
+}
+
+// Defaults is the server's layer of every rollout's strategy (model.ResolveStrategy): the
+// contract's defaults with this client's pace in place of theirs, where it sets one.
+func (rc *RolloutClient) Defaults() *model.RolloutStrategy {
+	s := model.DefaultRolloutStrategy()
+	if rc.MaxInFlight > 0 {
+		n := int32(rc.MaxInFlight)
+		s.MaxInFlight = &n
+	}
+	if rc.IndexDeadline > 0 {
+		ms := rc.IndexDeadline.Milliseconds()
+		s.IndexDeadlineMS = &ms
+	}
+	return &s
 }
 
 // StartRollout starts the rollout's workflow, or keeps the run under way.

@@ -740,3 +740,20 @@ var (
 	_ api.Rollouts              = (*workflows.RolloutClient)(nil)
 	_ activities.RolloutStarter = (*workflows.RolloutClient)(nil)
 )
+
+// A supersede carries the new rollout's pace (its resolved strategy): the walk to def3 replaces
+// two indices at once where the walk to def2 replaced one.
+func TestRolloutSupersedeTakesTheNewPace(t *testing.T) {
+	w := newWorld(t, 4)
+	w.onAwait(awaitOf("def2", 1), time.Hour)
+	w.onAwait(func(in activities.AwaitRunningInput) bool { return !awaitOf("def2", 1)(in) }, 10*time.Minute)
+	w.signal(30*time.Minute, workflows.SignalSupersede, workflows.SupersedeSignal{RolloutID: "r2", ToDefinitionID: "def3", MaxInFlight: 2})
+	out := w.run(input())
+	if out.State != model.RolloutCompleted || out.RolloutID != "r2" {
+		t.Fatalf("output %+v", out)
+	}
+	// def3 is healthy once index 0 ran (10 min after the supersede): then 1 and 2 start together.
+	if a, b := w.at["desire def3 1"], w.at["desire def3 2"]; a != b {
+		t.Fatalf("indices 1 and 2 of def3 started at %v and %v, not together", a, b)
+	}
+}
