@@ -185,12 +185,3 @@ RETURNING `+actualColumns, args...)
 	res.ToStop = append(res.ToStop, toStop...)
 	return nil
 }
-
-// slotArrays are keys as the three arrays of an unnest($1::text[], $2::text[], $3::int[]).
-func slotArrays(keys []slotKey) []any {
-	guids, defs, indices := make([]string, len(keys)), make([]string, len(keys)), make([]int64, len(keys))
-	for i, k := range keys {
-		guids[i], defs[i], indices[i] = k.guid, k.def, int64(k.index)
-	}
-	return []any{pq.StringArray(guids), pq.StringArray(defs), pq.Int64Array(indices)}
-}
