@@ -292,17 +292,6 @@ func eachRow[T any](ctx context.Context, s *Store, query string, args []any, fn 
 	return mapError(rows.Err())
 }
 
-// lockDesired reads an LRP's row and locks it until the transaction ends, so that changes to
-// one LRP are serialised.
-func lockDesired(ctx context.Context, tx *sqlx.Tx, guid string) (*desiredRow, error) {
-	var row desiredRow
-	err := tx.GetContext(ctx, &row, `SELECT `+desiredColumns+` FROM desired_lrps l WHERE l.process_guid = $1 FOR UPDATE`, guid)
-	if err == sql.ErrNoRows {
-		return nil, notFound("desired LRP", guid)
-	}
-	return &row, err
-}
-
 // UpdateResult is what an update changed.
 type UpdateResult struct {
 	Before, After *model.DesiredLRP

@@ -335,22 +335,6 @@ func (s *Store) CompleteRollout(ctx context.Context, id string, p model.RolloutP
 	return finished && err == nil, err
 }
 
-func lockRollout(ctx context.Context, tx *sqlx.Tx, id string) (*model.Rollout, error) {
-	if _, err := uuidOrInvalid(id); err != nil {
-		return nil, err
-	}
-	var r rolloutRow
-	err := tx.GetContext(ctx, &r, `SELECT `+rolloutColumns+` FROM rollouts WHERE id = $1 FOR UPDATE`, id)
-	if err == sql.ErrNoRows {
-		return nil, notFound("rollout", id)
-	}
-	if err != nil {
-		return nil, err
-	}
-	ro := r.model()
-	return &ro, nil
-}
-
 // RolloutInProgress is a rollout still under way, with its LRP's domain.
 type RolloutInProgress struct {
 	Rollout model.Rollout
