@@ -58,13 +58,6 @@ func filterArgs(f model.DesiredLRPFilter) []any {
 	return []any{f.Domain, pq.StringArray(nonNil(f.ProcessGUIDs)), pq.StringArray(nonNil(f.AppGUIDs))}
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 func (r *desiredRow) tag() model.ModificationTag {
 	return model.ModificationTag{Epoch: r.ModificationEpoch, Index: r.ModificationIndex}
 }
