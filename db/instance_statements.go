@@ -131,3 +131,17 @@ func slotArrays(keys []slotKey) []any {
 	}
 	return []any{pq.StringArray(guids), pq.StringArray(defs), pq.Int64Array(indices)}
 }
+
+// retirementChanged is the change event of each instance whose retirement was just given (or
+// withdrawn): as it is now, and as it was, one modification before with the other flag, so
+// that routers deregister (or register again) it.
+func retirementChanged(lrps []model.ActualLRP) []pendingEvent {
+	events := make([]pendingEvent, len(lrps))
+	for i, after := range lrps {
+		before := after
+		before.Retiring = !after.Retiring
+		before.ModificationTag.Index--
+		events[i] = changed(model.EventActualLRPChanged, before, after)
+	}
+	return events
+}
