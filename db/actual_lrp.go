@@ -210,42 +210,6 @@ RETURNING `+actualColumns, guid, from); err != nil {
 	return removed, toStop, events.flush(ctx, tx)
 }
 
-// markRetiring marks the instances matching where (with args) retiring, adding a change
-// event for each newly marked one to events so that routers deregister it before its cell
-// stops it, and returns every matching instance. One statement: the instances it marks, and
-// those that were retiring already as the statement began. (An instance another transaction
-// retires while this one waits for its lock is in neither: that transaction stops it.
-// Callers that hold the LRP's lock never meet one.)
-func markRetiring(ctx context.Context, tx *sqlx.Tx, events *eventBatch, where string, args ...any) ([]model.ActualLRP, error) {
-	var rows []struct {
-		actualRow
-		Marked bool `db:"marked"`
-	}
-	if err := tx.SelectContext(ctx, &rows, `WITH marked AS (
-    UPDATE actual_lrps SET retiring = true, modification_index = modification_index + 1
-    WHERE `+where+` AND NOT retiring RETURNING `+actualColumns+`)
-SELECT `+actualColumns+`, true AS marked FROM marked
-UNION ALL
-SELECT `+actualColumns+`, false FROM actual_lrps WHERE `+where+` AND retiring
-ORDER BY instance_index, definition_id, presence`, args...); err != nil {
-		return nil, err
-	}
-	all := make([]model.ActualLRP, len(rows))
-	var marked []model.ActualLRP
-	for i := range rows {
-		a, err := rows[i].model()
-		if err != nil {
-			return nil, err
-		}
-		all[i] = a
-		if rows[i].Marked {
-			marked = append(marked, a)
-		}
-	}
-	events.add(retirementChanged(marked)...)
-	return all, nil
-}
-
 // ActualLRPs lists the instances (of every presence) that match the filter, ordered by
 // process guid, index, definition id and presence.
 func (s *Store) ActualLRPs(ctx context.Context, f model.ActualLRPFilter) ([]model.ActualLRP, error) {

@@ -43,11 +43,6 @@ func (s *Store) StartActualLRPs(ctx context.Context, reports []InstanceReport) (
 	return s.reportInstances(ctx, reports, true)
 }
 
-type slotKey struct {
-	guid, def string
-	index     int32
-}
-
 // batchAttempts is how often a batch is tried when PostgreSQL breaks a deadlock by aborting
 // it: two batches meet on the LRPs they mark healthy, or a batch meets single writes.
 const batchAttempts = 3

@@ -8,17 +8,6 @@ import (
 	"github.com/updatable-lrps/bbs/model"
 )
 
-// lockLRPs locks the rows of the LRPs named (those that still exist) until the transaction
-// ends: the lock every writer of an LRP takes (lockDesired) before it decides what to
-// create, so that convergence and those writers see each other's work. Rows are locked in
-// process guid order, as markHealthyAll does, so that two multi-LRP writers never wait on
-// each other in a cycle.
-func lockLRPs(ctx context.Context, tx *sqlx.Tx, guids []string) error {
-	_, err := tx.ExecContext(ctx, `SELECT 1 FROM desired_lrps
-WHERE process_guid = ANY($1) ORDER BY process_guid FOR UPDATE`, pq.StringArray(guids))
-	return err
-}
-
 // candidates are the LRPs a pass looks at again, each list in process guid order: extra,
 // those (desired or not) with an ordinary or suspect instance at an index no LRP wants, for
 // removeExtras; missing, those with an index below their count that no ordinary instance (not
@@ -184,13 +173,4 @@ RETURNING `+actualColumns, args...)
 	res.DuplicatesRemoved, res.DuplicatesToStop = len(removed), len(toStop)
 	res.ToStop = append(res.ToStop, toStop...)
 	return nil
-}
-
-// slotArrays are keys as the three arrays of an unnest($1::text[], $2::text[], $3::int[]).
-func slotArrays(keys []slotKey) []any {
-	guids, defs, indices := make([]string, len(keys)), make([]string, len(keys)), make([]int64, len(keys))
-	for i, k := range keys {
-		guids[i], defs[i], indices[i] = k.guid, k.def, int64(k.index)
-	}
-	return []any{pq.StringArray(guids), pq.StringArray(defs), pq.Int64Array(indices)}
 }

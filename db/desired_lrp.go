@@ -60,13 +60,6 @@ func filterArgs(f model.DesiredLRPFilter) []any {
 	return []any{f.Domain, pq.StringArray(nonNil(f.ProcessGUIDs)), pq.StringArray(nonNil(f.AppGUIDs))}
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 func (r *desiredRow) tag() model.ModificationTag {
 	return model.ModificationTag{Epoch: r.ModificationEpoch, Index: r.ModificationIndex}
 }
@@ -301,17 +294,6 @@ func eachRow[T any](ctx context.Context, s *Store, query string, args []any, fn 
 		}
 	}
 	return mapError(rows.Err())
-}
-
-// lockDesired reads an LRP's row and locks it until the transaction ends, so that changes to
-// one LRP are serialised.
-func lockDesired(ctx context.Context, tx *sqlx.Tx, guid string) (*desiredRow, error) {
-	var row desiredRow
-	err := tx.GetContext(ctx, &row, `SELECT `+desiredColumns+` FROM desired_lrps l WHERE l.process_guid = $1 FOR UPDATE`, guid)
-	if err == sql.ErrNoRows {
-		return nil, notFound("desired LRP", guid)
-	}
-	return &row, err
 }
 
 // UpdateResult is what an update changed.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"strings"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 	"github.com/updatable-lrps/bbs/model"
 )
@@ -95,4 +96,16 @@ LIMIT 1`, guid)
 	}
 	r := row.model()
 	return &r, nil
+}
+
+// finishRolloutRow moves a rollout to a final state and returns it: a start that supersedes
+// the rollout under way and a walk that ends both write the row this way.
+func finishRolloutRow(ctx context.Context, tx *sqlx.Tx, id, state, reason string) (*model.Rollout, error) {
+	var r rolloutRow
+	if err := tx.GetContext(ctx, &r, `UPDATE rollouts SET state = $2, reason = $3, finished_at = now()
+WHERE id = $1 RETURNING `+rolloutColumns, id, state, reason); err != nil {
+		return nil, err
+	}
+	ro := r.model()
+	return &ro, nil
 }

@@ -30,3 +30,21 @@ func lockRolloutAfterLRP(ctx context.Context, tx *sqlx.Tx, id string) (*model.Ro
 	}
 	return lockRollout(ctx, tx, id)
 }
+
+// lockRollout reads a rollout's row and locks it until the transaction ends. A writer that
+// also changes the rollout's LRP takes lockRolloutAfterLRP instead.
+func lockRollout(ctx context.Context, tx *sqlx.Tx, id string) (*model.Rollout, error) {
+	if _, err := uuidOrInvalid(id); err != nil {
+		return nil, err
+	}
+	var r rolloutRow
+	err := tx.GetContext(ctx, &r, `SELECT `+rolloutColumns+` FROM rollouts WHERE id = $1 FOR UPDATE`, id)
+	if err == sql.ErrNoRows {
+		return nil, notFound("rollout", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ro := r.model()
+	return &ro, nil
+}

@@ -173,14 +173,3 @@ WHERE process_guid = $1 AND state IN `+inProgressStates+` FOR UPDATE`, guid)
 	ro := r.model()
 	return &ro, nil
 }
-
-// finishRolloutRow moves a rollout to a final state and returns it.
-func finishRolloutRow(ctx context.Context, tx *sqlx.Tx, id, state, reason string) (*model.Rollout, error) {
-	var r rolloutRow
-	if err := tx.GetContext(ctx, &r, `UPDATE rollouts SET state = $2, reason = $3, finished_at = now()
-WHERE id = $1 RETURNING `+rolloutColumns, id, state, reason); err != nil {
-		return nil, err
-	}
-	ro := r.model()
-	return &ro, nil
-}

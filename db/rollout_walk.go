@@ -335,44 +335,6 @@ func (s *Store) CompleteRollout(ctx context.Context, id string, p model.RolloutP
 	return finished && err == nil, err
 }
 
-func lockRollout(ctx context.Context, tx *sqlx.Tx, id string) (*model.Rollout, error) {
-	if _, err := uuidOrInvalid(id); err != nil {
-		return nil, err
-	}
-	var r rolloutRow
-	err := tx.GetContext(ctx, &r, `SELECT `+rolloutColumns+` FROM rollouts WHERE id = $1 FOR UPDATE`, id)
-	if err == sql.ErrNoRows {
-		return nil, notFound("rollout", id)
-	}
-	if err != nil {
-		return nil, err
-	}
-	ro := r.model()
-	return &ro, nil
-}
-
-// PruneDefinition retires def from the LRP's definitions map when nothing uses it: no
-// instance runs it and the LRP does not name it (seed 000), then trims the LRP's retired
-// history to the newest ten.
-func (s *Store) PruneDefinition(ctx context.Context, guid, def string) (pruned bool, err error) {
-	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		if _, err := lockDesired(ctx, tx, guid); err != nil {
-			return err
-		}
-		n, err := retireUnused(ctx, tx, guid, def)
-		if err != nil {
-			return err
-		}
-		pruned = n > 0
-		_, err = trimRetired(ctx, tx, guid, defaultRetiredHistory)
-		return err
-	})
-	if model.IsType(err, model.ErrResourceNotFound) {
-		return false, nil
-	}
-	return pruned, err
-}
-
 // RolloutInProgress is a rollout still under way, with its LRP's domain.
 type RolloutInProgress struct {
 	Rollout model.Rollout

@@ -5,7 +5,6 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
-	"github.com/updatable-lrps/bbs/model"
 )
 
 // unretireIndicesBelow withdraws the retirement of the instances a scale-down retired, when
@@ -32,18 +31,4 @@ RETURNING `+actualColumns, guid, n, pq.StringArray(defs)); err != nil {
 		return nil, err
 	}
 	return retirementChanged(kept), nil
-}
-
-// retirementChanged is the change event of each instance whose retirement was just given (or
-// withdrawn): as it is now, and as it was, one modification before with the other flag, so
-// that routers deregister (or register again) it.
-func retirementChanged(lrps []model.ActualLRP) []pendingEvent {
-	events := make([]pendingEvent, len(lrps))
-	for i, after := range lrps {
-		before := after
-		before.Retiring = !after.Retiring
-		before.ModificationTag.Index--
-		events[i] = changed(model.EventActualLRPChanged, before, after)
-	}
-	return events
 }
