@@ -24,6 +24,9 @@ const (
 	// operator's `temporal workflow signal --name rollback --input '{"definition_id": "v1"}'`).
 	// Without a definition id it undoes this rollout, as SignalCancel does.
 	SignalRollback = "rollback"
+	// SignalSetPace carries a SetPaceSignal: replace that many indices at once from now on
+	// (ROLLOUTS-NEXT.md section 3).
+	SignalSetPace = "set_pace"
 	// QueryProgress returns a RolloutProgress.
 	QueryProgress = "progress"
 )
@@ -101,6 +104,11 @@ type RollbackSignal struct {
 	DefinitionID string `json:"definition_id"`
 }
 
+// SetPaceSignal is the payload of SignalSetPace.
+type SetPaceSignal struct {
+	MaxInFlight int `json:"max_in_flight"`
+}
+
 // SupersedeSignal is the payload of SignalSupersede: the new rollout row and its target.
 type SupersedeSignal struct {
 	RolloutID      string `json:"rollout_id"`
@@ -138,6 +146,8 @@ type RolloutProgress struct {
 	FromDefinitionID string   `json:"from_definition_id"`
 	ToDefinitionID   string   `json:"to_definition_id"`
 	Superseded       []string `json:"superseded,omitempty"`
+	// MaxInFlight is the pace the walk goes at now (set_pace changes it).
+	MaxInFlight int `json:"max_in_flight"`
 }
 
 var acts *activities.Rollouts // names the activities, as Temporal resolves them by name
@@ -240,7 +250,7 @@ type rollout struct {
 	// temporalCancel receives once when the workflow is cancelled through Temporal.
 	temporalCancel workflow.Channel
 
-	cancelCh, pauseCh, resumeCh, supersedeCh, rollbackCh workflow.ReceiveChannel
+	cancelCh, pauseCh, resumeCh, supersedeCh, rollbackCh, setPaceCh workflow.ReceiveChannel
 
 	searchable bool
 	shown      [2]string // state and target of the last search attribute upsert
@@ -272,6 +282,7 @@ func newRollout(ctx workflow.Context, in RolloutInput) *rollout {
 		resumeCh:    workflow.GetSignalChannel(ctx, SignalResume),
 		supersedeCh: workflow.GetSignalChannel(ctx, SignalSupersede),
 		rollbackCh:  workflow.GetSignalChannel(ctx, SignalRollback),
+		setPaceCh:   workflow.GetSignalChannel(ctx, SignalSetPace),
 		searchable:  workflow.GetTypedSearchAttributes(ctx).ContainsKey(SearchAttrProcessGUID),
 		current:     workflow.GetInfo(ctx).WorkflowType.Name == RolloutWorkflowType,
 	}

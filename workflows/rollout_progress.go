@@ -35,7 +35,8 @@ func (r *rollout) progress() RolloutProgress {
 		Updated: append([]int32{}, r.walked.Updated...), GivenUp: append([]int32{}, r.walked.GivenUp...),
 		InFlight:         []int32{},
 		FromDefinitionID: r.in.FromDefinitionID, ToDefinitionID: r.in.ToDefinitionID,
-		Superseded: append([]string(nil), r.walked.Superseded...),
+		Superseded:  append([]string(nil), r.walked.Superseded...),
+		MaxInFlight: r.in.MaxInFlight,
 	}
 	for _, s := range r.inFlight {
 		p.InFlight = append(p.InFlight, s.index)

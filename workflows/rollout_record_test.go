@@ -233,6 +233,25 @@ var recordingScenarios = []recordingScenario{
 		},
 	},
 	{
+		// set_pace mid-walk: from one index at a time (an index run, in runs mode, which the
+		// signal stops) to three at once.
+		name: "set_pace", instances: 6, startIn: 150 * time.Millisecond,
+		steer: func(ctx context.Context, t *testing.T, r *recording) {
+			r.waitProgress(ctx, t, "r1", updated(1))
+			r.signal(ctx, t, workflows.SignalSetPace, workflows.SetPaceSignal{MaxInFlight: 3})
+			for p := r.query(ctx, t); p.MaxInFlight != 3; p = r.query(ctx, t) {
+				if ctx.Err() != nil {
+					t.Fatalf("progress = %+v", p)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutCompleted, []int32{0, 1, 2, 3, 4, 5})
+			expectInstances(t, r, on("def2", 6))
+		},
+	},
+	{
 		// Two index steps a run: three runs, each continued with the walk so far.
 		name: "continue_as_new", instances: 5, startIn: 50 * time.Millisecond,
 		in: func(in *workflows.RolloutInput) { in.ContinueAsNewEvery = 2 },

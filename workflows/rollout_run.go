@@ -152,10 +152,11 @@ func (r *rollout) runDone(res stepResult) {
 	}
 }
 
-// pauseRuns stops the runs in flight once the walk is held: the index each is at finishes
-// as a step (stopRun), and no other starts until a resume.
-func (r *rollout) pauseRuns() {
-	if !r.phase.held() {
+// stopIndexRuns stops the runs in flight once the walk is held, or its pace is no longer one
+// (set_pace): the index each is at finishes as a step (stopRun), and the walk then goes on
+// as the phase and the pace say — nothing until a resume, or steps side by side.
+func (r *rollout) stopIndexRuns() {
+	if !r.phase.held() && r.in.MaxInFlight == 1 {
 		return
 	}
 	for _, s := range r.inFlight {

@@ -16,6 +16,7 @@ type signal struct {
 	name      string
 	supersede SupersedeSignal
 	rollback  RollbackSignal
+	pace      SetPaceSignal
 }
 
 // newRollout reports whether the signal starts a new rollout: all that counts once the
@@ -37,6 +38,8 @@ func (r *rollout) apply(s signal) bool {
 		return r.onSupersede(s.supersede)
 	case SignalRollback:
 		return r.onRollback(s.rollback)
+	case SignalSetPace:
+		return r.onSetPace(s.pace)
 	}
 	return false
 }
@@ -69,6 +72,11 @@ func (r *rollout) addSignals(sel workflow.Selector, changed *bool) {
 		c.Receive(r.ctx, &s.rollback)
 		return s
 	})
+	add(r.setPaceCh, func(c workflow.ReceiveChannel) signal {
+		s := signal{name: SignalSetPace}
+		c.Receive(r.ctx, &s.pace)
+		return s
+	})
 }
 
 // pending receives, without blocking, at most one signal of each kind, in a fixed order.
@@ -87,6 +95,9 @@ func (r *rollout) pending() []signal {
 		out = append(out, s)
 	}
 	if s := (signal{name: SignalRollback}); r.rollbackCh.ReceiveAsync(&s.rollback) {
+		out = append(out, s)
+	}
+	if s := (signal{name: SignalSetPace}); r.setPaceCh.ReceiveAsync(&s.pace) {
 		out = append(out, s)
 	}
 	return out
@@ -128,6 +139,18 @@ func (r *rollout) onCancel() bool {
 	}
 	r.phase = phaseCanceling // a cancel is a request to act, even on a paused rollout
 	r.interrupt(stopCanceled, nil)
+	return true
+}
+
+// onSetPace changes how many indices are replaced at once, from the next index on: steps in
+// flight finish as they are, and an index run in flight is stopped (stopIndexRuns), its
+// index finishing as a step, since only a pace of one walks in runs. A pace below one is
+// ignored (the API refuses it).
+func (r *rollout) onSetPace(sig SetPaceSignal) bool {
+	if sig.MaxInFlight < 1 || sig.MaxInFlight == r.in.MaxInFlight {
+		return false
+	}
+	r.in.MaxInFlight = sig.MaxInFlight
 	return true
 }
 

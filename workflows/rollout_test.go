@@ -757,3 +757,31 @@ func TestRolloutSupersedeTakesTheNewPace(t *testing.T) {
 		t.Fatalf("indices 1 and 2 of def3 started at %v and %v, not together", a, b)
 	}
 }
+
+// set_pace mid-walk: from the next index on, three are replaced at once; the progress query
+// shows the new pace. A pace of 0 is ignored.
+func TestRolloutSetPace(t *testing.T) {
+	w := newWorld(t, 7)
+	w.onAwait(anyAwait, 10*time.Minute)
+	w.signal(15*time.Minute, workflows.SignalSetPace, workflows.SetPaceSignal{MaxInFlight: 0})
+	w.signal(15*time.Minute, workflows.SignalSetPace, workflows.SetPaceSignal{MaxInFlight: 3})
+	var pace int
+	w.env.RegisterDelayedCallback(func() { pace = w.query().MaxInFlight }, 16*time.Minute)
+	out := w.run(input())
+	if out.State != model.RolloutCompleted || !slices.Equal(out.Updated, []int32{0, 1, 2, 3, 4, 5, 6}) {
+		t.Fatalf("output %+v", out)
+	}
+	if pace != 3 {
+		t.Fatalf("progress shows max_in_flight %d", pace)
+	}
+	// Index 1 started at 10 min at the pace of one; the signal (15 min) starts 2 and 3 beside
+	// it at once, and each index that ends makes room for the next.
+	want := map[string]time.Duration{"desire def2 1": 10 * time.Minute, "desire def2 2": 15 * time.Minute,
+		"desire def2 3": 15 * time.Minute, "desire def2 4": 20 * time.Minute, "desire def2 5": 25 * time.Minute,
+		"desire def2 6": 25 * time.Minute}
+	for call, at := range want {
+		if w.at[call] != at {
+			t.Errorf("%s at %v, want %v (all: %v)", call, w.at[call], at, w.at)
+		}
+	}
+}

@@ -118,7 +118,8 @@ func (r *rollout) walk() stopCause {
 	r.stop = stopNone
 	for {
 		walkedAll := false
-		for !r.phase.held() && r.stop == stopNone && !r.wantContinueAsNew() && len(r.inFlight) < r.limit() {
+		// An index run walks the indices after its own: nothing else starts beside it.
+		for !r.phase.held() && r.stop == stopNone && !r.wantContinueAsNew() && len(r.inFlight) < r.limit() && !r.runInFlight() {
 			i, ok, err := r.nextIndex()
 			if err != nil {
 				r.abort(err)
@@ -159,7 +160,7 @@ func (r *rollout) walk() stopCause {
 		for sel.HasPending() {
 			sel.Select(r.ctx)
 		}
-		r.pauseRuns()
+		r.stopIndexRuns()
 		// Once the walk is ending, the main loop records progress for the next one.
 		if changed && r.stop == stopNone && !r.ranToEnd {
 			if err := r.report(); err != nil {
