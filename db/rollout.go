@@ -57,7 +57,7 @@ func (r *rolloutRow) model() model.Rollout {
 	}
 	return model.Rollout{
 		ID: r.ID, ProcessGUID: r.ProcessGUID, Kind: r.Kind,
-		FromDefinitionID: r.FromDefinitionID, ToDefinitionID: r.ToDefinitionID, State: r.State,
+		FromDefinitionID: r.FromDefinitionID, ToDefinitionID: r.ToDefinitionID, State: r.State, Phase: model.RolloutPhaseOf(r.State),
 		CurrentIndex: r.CurrentIndex, UpdatedInstances: r.UpdatedInstances, Instances: r.Instances,
 		GivenUpIndices: given, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt.Int64,
 		WorkflowID: r.WorkflowID, RunID: r.RunID, Reason: r.Reason, Strategy: r.Strategy.s,

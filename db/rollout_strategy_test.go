@@ -91,6 +91,9 @@ func TestRolloutWithoutStrategyRecordsNone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if st.Rollout.Phase != model.PhaseWalking {
+		t.Fatalf("phase of an active rollout = %q", st.Rollout.Phase)
+	}
 	if st.Rollout.Strategy != nil || st.Desired.RolloutStrategy != nil {
 		t.Fatalf("strategy %+v, default %+v", st.Rollout.Strategy, st.Desired.RolloutStrategy)
 	}

@@ -32,6 +32,39 @@ const (
 	StepScaledAway = "scaled_away"
 )
 
+// Rollout phases (ROLLOUTS-NEXT.md section 2): where a rollout stands, in the contract's
+// words. The state says whether it is in progress and how it ended; the phase says what it
+// is doing. Supersede is ours: the contract is silent on a rollout a new definition replaced.
+const (
+	PhaseWalking    = "walking"
+	PhasePaused     = "paused"
+	PhaseReverting  = "reverting"
+	PhaseCompleted  = "completed"
+	PhaseCanceled   = "canceled"
+	PhaseFailed     = "failed"
+	PhaseSuperseded = "superseded"
+)
+
+// RolloutPhaseOf is the phase of a rollout in the given state: a cancel's walk back is a
+// revert to the definition the rollout started from.
+func RolloutPhaseOf(state string) string {
+	switch state {
+	case RolloutActive:
+		return PhaseWalking
+	case RolloutPaused:
+		return PhasePaused
+	case RolloutCanceling:
+		return PhaseReverting
+	case RolloutCompleted:
+		return PhaseCompleted
+	case RolloutCanceled:
+		return PhaseCanceled
+	case RolloutSuperseded:
+		return PhaseSuperseded
+	}
+	return PhaseFailed
+}
+
 // RolloutStepOutcomes are the ways a rollout's step can be decided.
 func RolloutStepOutcomes() []string {
 	return []string{StepUpdated, StepGivenUp, StepScaledAway}
@@ -39,12 +72,14 @@ func RolloutStepOutcomes() []string {
 
 // Rollout is one walk of an LRP's instances toward ToDefinitionID.
 type Rollout struct {
-	ID               string  `json:"id"`
-	ProcessGUID      string  `json:"process_guid"`
-	Kind             string  `json:"kind"`
-	FromDefinitionID string  `json:"from_definition_id"`
-	ToDefinitionID   string  `json:"to_definition_id"`
-	State            string  `json:"state"`
+	ID               string `json:"id"`
+	ProcessGUID      string `json:"process_guid"`
+	Kind             string `json:"kind"`
+	FromDefinitionID string `json:"from_definition_id"`
+	ToDefinitionID   string `json:"to_definition_id"`
+	State            string `json:"state"`
+	// Phase is RolloutPhaseOf(State), for clients of the contract's phases.
+	Phase            string  `json:"phase"`
 	CurrentIndex     int32   `json:"current_index"`
 	UpdatedInstances int32   `json:"updated_instances"`
 	Instances        int32   `json:"instances"`

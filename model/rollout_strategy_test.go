@@ -187,3 +187,14 @@ func FuzzRolloutStrategy(f *testing.F) {
 		}
 	})
 }
+
+func TestEveryRolloutStateHasAPhase(t *testing.T) {
+	want := map[string]string{model.RolloutActive: "walking", model.RolloutPaused: "paused", model.RolloutCanceling: "reverting",
+		model.RolloutCompleted: "completed", model.RolloutCanceled: "canceled", model.RolloutFailed: "failed",
+		model.RolloutSuperseded: "superseded"}
+	for state, phase := range want {
+		if got := model.RolloutPhaseOf(state); got != phase {
+			t.Errorf("%s: phase %q, want %q", state, got, phase)
+		}
+	}
+}
