@@ -259,20 +259,6 @@ func (c *Client) Rollback(ctx context.Context, guid, definitionID string) error 
 	return c.post(ctx, "/v1/desired_lrp/rollback", map[string]string{"process_guid": guid, "definition_id": definitionID}, nil)
 }
 
-// Rollout reads an LRP's active rollout, else its latest.
-func (c *Client) Rollout(ctx context.Context, guid string) (*model.Rollout, error) {
-	var resp struct {
-		Rollout *model.Rollout `json:"rollout"`
-	}
-	if err := c.post(ctx, "/v1/rollouts/get", map[string]string{"process_guid": guid}, &resp); err != nil {
-		return nil, err
-	}
-	if resp.Rollout == nil {
-		return nil, fmt.Errorf("POST /v1/rollouts/get: no rollout in the answer")
-	}
-	return resp.Rollout, nil
-}
-
 // Ping reports whether the API is available (its schema migrated). An error the API
 // answered is a *model.Error; any other error means it could not be reached.
 func (c *Client) Ping(ctx context.Context) (bool, error) {

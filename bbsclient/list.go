@@ -14,12 +14,3 @@ func (c *Client) DesiredLRPs(ctx context.Context, f model.DesiredLRPFilter) ([]*
 	err := c.post(ctx, "/v1/desired_lrps/list", f, &resp)
 	return resp.DesiredLRPs, err
 }
-
-// Rollouts lists the rollouts the filter selects.
-func (c *Client) Rollouts(ctx context.Context, f model.RolloutFilter) ([]model.Rollout, error) {
-	var resp struct {
-		Rollouts []model.Rollout `json:"rollouts"`
-	}
-	err := c.post(ctx, "/v1/rollouts/list", f, &resp)
-	return resp.Rollouts, err
-}
