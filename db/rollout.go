@@ -28,6 +28,9 @@ type rolloutRow struct {
 	RunID            string         `db:"run_id"`
 	Reason           string         `db:"reason"`
 	Strategy         strategyColumn `db:"strategy"`
+	Failure          failureColumn  `db:"failure"`
+	RevertFailure    failureColumn  `db:"revert_failure"`
+	RevertedTo       string         `db:"reverted_to"`
 }
 
 // inProgressStates is model.RolloutStatesInProgress as an SQL list for `state IN`: literals
@@ -48,7 +51,7 @@ const rolloutColumns = `id, process_guid, kind, from_definition_id, to_definitio
     current_index, updated_instances, instances, given_up_indices,
     (extract(epoch FROM started_at) * 1e9)::bigint AS started_at,
     (extract(epoch FROM finished_at) * 1e9)::bigint AS finished_at,
-    workflow_id, run_id, reason, strategy`
+    workflow_id, run_id, reason, strategy, failure, revert_failure, reverted_to`
 
 func (r *rolloutRow) model() model.Rollout {
 	given := []int32(r.GivenUpIndices)
@@ -61,6 +64,7 @@ func (r *rolloutRow) model() model.Rollout {
 		CurrentIndex: r.CurrentIndex, UpdatedInstances: r.UpdatedInstances, Instances: r.Instances,
 		GivenUpIndices: given, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt.Int64,
 		WorkflowID: r.WorkflowID, RunID: r.RunID, Reason: r.Reason, Strategy: r.Strategy.s,
+		Failure: r.Failure.f, RevertFailure: r.RevertFailure.f, RevertedTo: r.RevertedTo,
 	}
 }
 
@@ -102,7 +106,9 @@ LIMIT 1`, guid)
 // the rollout under way and a walk that ends both write the row this way.
 func finishRolloutRow(ctx context.Context, tx *sqlx.Tx, id, state, reason string) (*model.Rollout, error) {
 	var r rolloutRow
-	if err := tx.GetContext(ctx, &r, `UPDATE rollouts SET state = $2, reason = $3, finished_at = now()
+	// A revert restores the definition the rollout started from.
+	if err := tx.GetContext(ctx, &r, `UPDATE rollouts SET state = $2, reason = $3, finished_at = now(),
+    reverted_to = CASE WHEN $2 = 'reverted' THEN from_definition_id ELSE reverted_to END
 WHERE id = $1 RETURNING `+rolloutColumns, id, state, reason); err != nil {
 		return nil, err
 	}

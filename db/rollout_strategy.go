@@ -43,6 +43,32 @@ func (c *strategyColumn) Scan(src any) error {
 	return err
 }
 
+// failureColumn scans a failure column (NULL: none).
+type failureColumn struct{ f *model.RolloutFailure }
+
+// Scan reads a json or jsonb column.
+func (c *failureColumn) Scan(src any) error {
+	var col jsonText
+	if err := col.Scan(src); err != nil || col == nil {
+		c.f = nil
+		return err
+	}
+	var f model.RolloutFailure
+	if err := json.Unmarshal(col, &f); err != nil {
+		return fmt.Errorf("stored rollout failure %s: %w", col, err)
+	}
+	c.f = &f
+	return nil
+}
+
+// encodeFailure is a failure as its column holds it: NULL for none.
+func encodeFailure(f *model.RolloutFailure) (jsonText, error) {
+	if f == nil {
+		return nil, nil
+	}
+	return json.Marshal(f)
+}
+
 // resolveStrategy is the strategy a rollout starts with: the request's over the LRP's default
 // (its column, as the request's own update may just have set it) over the server's.
 func resolveStrategy(req RolloutRequest, lrpDefault jsonText) (jsonText, error) {

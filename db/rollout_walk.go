@@ -203,12 +203,22 @@ func recordProgressRow(ctx context.Context, tx *sqlx.Tx, id string, p model.Roll
 	if given == nil {
 		given = []int32{}
 	}
+	failure, err := encodeFailure(p.Failure)
+	if err != nil {
+		return nil, err
+	}
+	revertFailure, err := encodeFailure(p.RevertFailure)
+	if err != nil {
+		return nil, err
+	}
 	var r rolloutRow
-	err := tx.GetContext(ctx, &r, `UPDATE rollouts SET
+	err = tx.GetContext(ctx, &r, `UPDATE rollouts SET
     state = CASE WHEN state IN `+inProgressStates+` AND $2 IN `+inProgressStates+` THEN $2 ELSE state END,
     current_index = $3, updated_instances = $4, instances = $5, given_up_indices = $6,
-    run_id = CASE WHEN $7 = '' THEN run_id ELSE $7 END
-WHERE id = $1 RETURNING `+rolloutColumns, id, p.State, p.CurrentIndex, p.UpdatedInstances, p.Instances, pq.Int32Array(given), p.RunID)
+    run_id = CASE WHEN $7 = '' THEN run_id ELSE $7 END,
+    failure = COALESCE(failure, $8), revert_failure = COALESCE(revert_failure, $9)
+WHERE id = $1 RETURNING `+rolloutColumns, id, p.State, p.CurrentIndex, p.UpdatedInstances, p.Instances, pq.Int32Array(given), p.RunID,
+		failure, revertFailure)
 	if err == sql.ErrNoRows {
 		return nil, notFound("rollout", id)
 	}
@@ -266,7 +276,7 @@ WHERE process_guid = $1`, r.ProcessGUID, r.FromDefinitionID, r.ToDefinitionID); 
 // definition. Finishing a finished rollout changes nothing: finished says whether this call
 // ended it, so that a retried call is not counted twice.
 func (s *Store) FinishRollout(ctx context.Context, id, state, reason string) (finished bool, err error) {
-	if state != model.RolloutCompleted && state != model.RolloutCanceled && state != model.RolloutFailed {
+	if state != model.RolloutCompleted && state != model.RolloutCanceled && state != model.RolloutFailed && state != model.RolloutReverted {
 		return false, model.Errorf(model.ErrInvalidRequest, "a rollout cannot finish as %q", state)
 	}
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
@@ -304,7 +314,7 @@ WHERE process_guid = $1 AND previous_definition_id IS NOT NULL`, r.ProcessGUID);
 // whose instances are still stopping stays, for convergence to prune later. finished is
 // false when the rollout had already ended (a retry): nothing is written then.
 func (s *Store) CompleteRollout(ctx context.Context, id string, p model.RolloutProgress, state string, prune []string) (finished bool, err error) {
-	if state != model.RolloutCompleted && state != model.RolloutCanceled {
+	if state != model.RolloutCompleted && state != model.RolloutCanceled && state != model.RolloutReverted {
 		return false, model.Errorf(model.ErrInvalidRequest, "a rollout cannot complete as %q", state)
 	}
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {

@@ -19,6 +19,9 @@ const (
 	RolloutCanceled   = "canceled"
 	RolloutSuperseded = "superseded"
 	RolloutFailed     = "failed"
+	// RolloutReverted: a failure (or an operator's abort) walked every index back to the
+	// definition the rollout started from (Rollout.RevertedTo).
+	RolloutReverted = "reverted"
 )
 
 // How a rollout's step at one index was decided (RolloutStepOutcomes), as operators count
@@ -43,6 +46,7 @@ const (
 	PhaseCanceled   = "canceled"
 	PhaseFailed     = "failed"
 	PhaseSuperseded = "superseded"
+	PhaseReverted   = "reverted"
 )
 
 // RolloutPhaseOf is the phase of a rollout in the given state: a cancel's walk back is a
@@ -61,6 +65,8 @@ func RolloutPhaseOf(state string) string {
 		return PhaseCanceled
 	case RolloutSuperseded:
 		return PhaseSuperseded
+	case RolloutReverted:
+		return PhaseReverted
 	}
 	return PhaseFailed
 }
@@ -89,6 +95,12 @@ type Rollout struct {
 	WorkflowID       string  `json:"workflow_id"`
 	RunID            string  `json:"run_id,omitempty"`
 	Reason           string  `json:"reason,omitempty"`
+	// Failure is why the rollout failed (set once, by its first failure); RevertFailure why
+	// its revert failed in turn, which pauses it for a human (ROLLOUTS-NEXT.md section 4).
+	Failure       *RolloutFailure `json:"failure,omitempty"`
+	RevertFailure *RolloutFailure `json:"revert_failure,omitempty"`
+	// RevertedTo is the definition a revert restored, set when the rollout ended reverted.
+	RevertedTo string `json:"reverted_to,omitempty"`
 	// Strategy is the rollout's strategy as resolved at its start (the update's over the
 	// LRP's over the server's); nil for a rollout started before strategies existed.
 	Strategy *RolloutStrategy `json:"strategy,omitempty"`
@@ -129,4 +141,39 @@ type RolloutProgress struct {
 	Instances        int32   `json:"instances"`
 	GivenUpIndices   []int32 `json:"given_up_indices"`
 	RunID            string  `json:"run_id,omitempty"`
+	// Failure and RevertFailure, once set, are recorded (never cleared by a later record).
+	Failure       *RolloutFailure `json:"failure,omitempty"`
+	RevertFailure *RolloutFailure `json:"revert_failure,omitempty"`
+}
+
+// Kinds of failure (RolloutFailure.Kind): app failures count against a strategy's failure
+// policy; platform ones (a cell lost, no capacity) are retried, never reverted for; operator
+// ones are an abort.
+const (
+	FailureApp      = "app"
+	FailurePlatform = "platform"
+	FailureOperator = "operator"
+)
+
+// Reasons of a failure (RolloutFailure.Reason).
+const (
+	// FailureCrashLoop: one new instance crashed max_crashes times.
+	FailureCrashLoop = "crash_loop"
+	// FailureIndexDeadline: a new instance was not RUNNING within index_deadline_ms.
+	FailureIndexDeadline = "index_deadline"
+	// FailureNotReady: a new instance was RUNNING but not ready within index_deadline_ms.
+	FailureNotReady = "not_ready"
+	// FailureAborted: an operator aborted the rollout.
+	FailureAborted = "aborted"
+)
+
+// RolloutFailure says why a rollout (or its revert) failed: which index and instance of which
+// definition, what kind of failure, and what the cell said.
+type RolloutFailure struct {
+	Reason       string `json:"reason"`
+	Index        *int32 `json:"index,omitempty"`
+	InstanceGUID string `json:"instance_guid,omitempty"`
+	DefinitionID string `json:"definition_id,omitempty"`
+	Kind         string `json:"kind"`
+	Detail       string `json:"detail,omitempty"`
 }

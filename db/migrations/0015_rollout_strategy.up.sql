@@ -5,3 +5,14 @@
 -- release's code reads and writes these tables as before.
 ALTER TABLE desired_lrps ADD COLUMN rollout_strategy jsonb;
 ALTER TABLE rollouts ADD COLUMN strategy jsonb;
+
+-- Failures and automatic revert (ROLLOUTS-NEXT.md section 4): why a rollout failed, why its
+-- revert failed (if it did), and the definition a revert restored; a reverted rollout ends
+-- in state 'reverted'. The previous release never writes that state, and reads it as an
+-- ended rollout (it is not among the states in progress).
+ALTER TABLE rollouts ADD COLUMN failure jsonb,
+    ADD COLUMN revert_failure jsonb,
+    ADD COLUMN reverted_to text NOT NULL DEFAULT '',
+    DROP CONSTRAINT rollouts_state_check,
+    ADD CONSTRAINT rollouts_state_check CHECK (state IN
+        ('active', 'paused', 'canceling', 'completed', 'canceled', 'superseded', 'failed', 'reverted'));
