@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/updatable-lrps/bbs/executor"
+	"github.com/updatable-lrps/bbs/executor/sim"
 )
 
 func TestWithLastOutput(t *testing.T) {
@@ -36,5 +37,15 @@ func TestWithLastOutput(t *testing.T) {
 				t.Fatalf("quoted line of %d bytes, valid UTF-8 %v", n, utf8.ValidString(got))
 			}
 		})
+	}
+}
+
+func TestCrashReasonQuotesTheLastOutput(t *testing.T) {
+	e := newExecutor(t, sim.New(1), nil)
+	reserveAndRun(t, e, "g1", simDef("SIM_CRASH_AFTER_MS", "20", "SIM_LAST_OUTPUT", "listening\nError: cannot bind port\n"))
+	c := waitState(t, e, "g1", executor.StateCompleted)
+	want := `simulated crash after 20ms (SIM_CRASH_AFTER_MS); last output: "Error: cannot bind port"`
+	if c.Result != (executor.Result{Failed: true, FailureReason: want}) {
+		t.Fatalf("result = %+v", c.Result)
 	}
 }
