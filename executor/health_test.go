@@ -68,7 +68,7 @@ func TestFailingCheckAfterRunningIsACrash(t *testing.T) {
 	waitState(t, e, "g1", executor.StateRunning)
 	in.setHealth(errors.New("connection refused"))
 	c := waitState(t, e, "g1", executor.StateCompleted)
-	want := executor.Result{Failed: true, FailureReason: "monitor failed: connection refused"}
+	want := executor.Result{Failed: true, FailureReason: "health check failed, instance stopped: connection refused"}
 	if c.Result != want {
 		t.Fatalf("result = %+v, want %+v", c.Result, want)
 	}
@@ -80,7 +80,7 @@ func TestSimFailAfterIsACrash(t *testing.T) {
 	reserveAndRun(t, e, "g1", withMonitor(simDef("SIM_MONITOR", "fail-after:100")))
 	waitState(t, e, "g1", executor.StateRunning)
 	c := waitState(t, e, "g1", executor.StateCompleted)
-	if !c.Result.Failed || c.Result.Stopped || !strings.HasPrefix(c.Result.FailureReason, "monitor failed: ") {
+	if !c.Result.Failed || c.Result.Stopped || !strings.HasPrefix(c.Result.FailureReason, "health check failed, instance stopped: ") {
 		t.Fatalf("result = %+v", c.Result)
 	}
 }
@@ -135,7 +135,7 @@ func TestActionExitingZeroWithMonitorIsADaemon(t *testing.T) {
 	}
 	in.setHealth(errors.New("gone"))
 	c := waitState(t, e, "g1", executor.StateCompleted)
-	if c.Result.FailureReason != "monitor failed: gone" {
+	if c.Result.FailureReason != "health check failed, instance stopped: gone" {
 		t.Fatalf("result = %+v", c.Result)
 	}
 }
@@ -185,7 +185,7 @@ func TestActionExitingWithoutMonitorIsACrash(t *testing.T) {
 	e := newExecutor(t, sim.New(1), nil)
 	reserveAndRun(t, e, "g1", simDef("SIM_EXIT_AFTER_MS", "50"))
 	c := waitState(t, e, "g1", executor.StateCompleted)
-	if c.Result != (executor.Result{Failed: true, FailureReason: "action exited"}) {
+	if c.Result != (executor.Result{Failed: true, FailureReason: "action exited (status 0)"}) {
 		t.Fatalf("result = %+v", c.Result)
 	}
 }

@@ -131,15 +131,16 @@ func (e *Executor) setReady(c *container, ready bool) bool {
 	return true
 }
 
-// watchAction waits for an unmonitored instance's action: any exit is a crash.
+// watchAction waits for an unmonitored instance's action: any exit is a crash, even with
+// status 0, and its reason quotes the instance's last line of output, which usually says why.
 func (e *Executor) watchAction(c *container, inst Instance) {
 	select {
 	case <-c.stop:
 	case <-inst.Done():
 		if err := inst.Err(); err != nil {
-			e.complete(c, crashed(err.Error()))
+			e.complete(c, crashedWithOutput(inst, err.Error()))
 		} else {
-			e.complete(c, crashed("action exited"))
+			e.complete(c, crashedWithOutput(inst, "action exited (status 0)"))
 		}
 	}
 }
@@ -202,14 +203,14 @@ func (e *Executor) monitor(ctx context.Context, c *container, inst Instance, log
 			return
 		case <-actionDone:
 			if err := inst.Err(); err != nil {
-				e.complete(c, crashed(err.Error()))
+				e.complete(c, crashedWithOutput(inst, err.Error()))
 				return
 			}
 			// Seed 002: an action that exits successfully daemonized; keep monitoring.
 			log.Info("action exited successfully; monitoring it as a daemon")
 			actionDone = nil
 		case <-deadlineC:
-			e.complete(c, crashed(timedOut))
+			e.complete(c, crashedWithOutput(inst, timedOut))
 			return
 		case <-pollTimer.C:
 			checkCtx, cancel := ctx, context.CancelFunc(func() {})
@@ -236,15 +237,17 @@ func (e *Executor) monitor(ctx context.Context, c *container, inst Instance, log
 			}
 			// A check usually fails because the action died; its exit says more.
 			if exitErr, exited := exitReason(inst, actionDone); exited && exitErr != nil {
-				e.complete(c, crashed(exitErr.Error()))
+				e.complete(c, crashedWithOutput(inst, exitErr.Error()))
 				return
 			}
 			if healthy {
-				e.complete(c, crashed("monitor failed: "+err.Error()))
+				// The deferred Stop of supervise ends the instance; the reason says so, as
+				// the failed check alone would not tell that a live process was stopped.
+				e.complete(c, crashedWithOutput(inst, "health check failed, instance stopped: "+err.Error()))
 				return
 			}
 			if !time.Now().Before(deadline) {
-				e.complete(c, crashed(timedOut))
+				e.complete(c, crashedWithOutput(inst, timedOut))
 				return
 			}
 			log.Debug("not healthy yet", zap.Error(err))

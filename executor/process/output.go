@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/updatable-lrps/bbs/executor"
 )
 
 // outputPoll is how often the output file is read once it has been read to its end.
@@ -148,4 +150,22 @@ func (o *output) close() {
 		<-o.pumped
 		o.r.Close()
 	})
+}
+
+// OutputTail implements executor.OutputTailer from the output file rather than the pump:
+// when the action exits, the pump may not have read its last lines yet.
+func (in *instance) OutputTail() []byte {
+	f, err := os.Open(in.backend.outputFile(in.spec.Guid))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	size := st.Size()
+	buf := make([]byte, min(size, executor.OutputTailBytes))
+	n, _ := f.ReadAt(buf, size-int64(len(buf)))
+	return buf[:n]
 }

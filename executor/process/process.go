@@ -74,7 +74,10 @@ type instance struct {
 	stopped  chan struct{}
 }
 
-var _ executor.Instance = (*instance)(nil)
+var (
+	_ executor.Instance     = (*instance)(nil)
+	_ executor.OutputTailer = (*instance)(nil)
+)
 
 // Start checks that every action is supported, creates the instance directory, runs setup to
 // completion and then starts the action in the background.
@@ -133,8 +136,10 @@ func (b *Backend) Start(ctx context.Context, spec executor.StartSpec) (executor.
 			err = ctx.Err()
 		}
 		if err != nil {
+			// Read before Stop removes the output: the setup's last line says why it failed.
+			reason := executor.WithLastOutput("setup failed: "+err.Error(), in.OutputTail())
 			in.Stop(interruptGrace)
-			return nil, fmt.Errorf("setup failed: %w", err)
+			return nil, errors.New(reason)
 		}
 	}
 	in.mu.Lock()

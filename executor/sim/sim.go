@@ -20,6 +20,8 @@
 //	SIM_HEALTHY_PROBABILITY  probability 0..1, drawn once per instance at start, that its
 //	                         health check can ever pass (default 1), for flaky definitions
 //	SIM_RESULT               what a task's result file holds (default empty)
+//	SIM_LAST_OUTPUT          the output the instance wrote last, which its crash reasons
+//	                         quote as a process's would (default none)
 //
 // A task whose script neither crashes nor exits exits with status 0 at once.
 //
@@ -68,6 +70,7 @@ type script struct {
 	readiness   probe
 	healthyProb float64
 	result      string
+	lastOutput  string
 }
 
 // Start simulates setup and the start of the action.
@@ -150,7 +153,10 @@ type instance struct {
 	record string
 }
 
-var _ executor.Instance = (*instance)(nil)
+var (
+	_ executor.Instance     = (*instance)(nil)
+	_ executor.OutputTailer = (*instance)(nil)
+)
 
 func (in *instance) exit(err error) {
 	in.mu.Lock()
@@ -172,6 +178,12 @@ func (in *instance) ReadResultFile(_ string, limit int) ([]byte, bool, error) {
 		return []byte(in.sc.result[:limit]), true, nil
 	}
 	return []byte(in.sc.result), false, nil
+}
+
+// OutputTail returns the end of SIM_LAST_OUTPUT: a simulated instance writes nothing.
+func (in *instance) OutputTail() []byte {
+	out := in.sc.lastOutput
+	return []byte(out[max(0, len(out)-executor.OutputTailBytes):])
 }
 
 // Done is closed when the simulated action exits.
@@ -298,7 +310,7 @@ func parseScript(env []model.EnvironmentVariable) (script, error) {
 	ms("SIM_CRASH_AFTER_MS", &sc.crashAfter)
 	ms("SIM_EXIT_AFTER_MS", &sc.exitAfter)
 	prob("SIM_HEALTHY_PROBABILITY", &sc.healthyProb)
-	sc.result = vars["SIM_RESULT"]
+	sc.result, sc.lastOutput = vars["SIM_RESULT"], vars["SIM_LAST_OUTPUT"]
 	if err != nil {
 		return script{}, err
 	}
