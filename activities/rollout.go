@@ -91,15 +91,24 @@ type AwaitRunningInput struct {
 	DefinitionID string        `json:"definition_id"`
 	Index        int32         `json:"index"`
 	Deadline     time.Duration `json:"deadline,omitempty"`
+	// Failures tells app failures from platform ones (a rollout with a failure policy,
+	// ROLLOUTS-NEXT.md section 4): a wait given up carries its Failure, and the deadline does
+	// not pass while the instance waits to be placed (no capacity, a cell lost) — that
+	// is retried, never failed for. MaxCrashes, when positive, gives the instance up at its
+	// MaxCrashes-th crash (a crash loop).
+	Failures   bool  `json:"failures,omitempty"`
+	MaxCrashes int32 `json:"max_crashes,omitempty"`
 }
 
 // AwaitRunningOutput says how the wait ended. Exactly one of Running, GivenUp, Missing and
 // Beyond is true.
 type AwaitRunningOutput struct {
 	Running bool `json:"running,omitempty"`
-	// GivenUp: the deadline passed before the instance ran; Reason says how it fared.
-	GivenUp bool   `json:"given_up,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	// GivenUp: the deadline passed before the instance ran, or it crash-looped; Reason says
+	// how it fared, and, with AwaitRunningInput.Failures, Failure says it for the rollout.
+	GivenUp bool                  `json:"given_up,omitempty"`
+	Reason  string                `json:"reason,omitempty"`
+	Failure *model.RolloutFailure `json:"failure,omitempty"`
 	// Missing: the instance record is gone (e.g. its cell removed it) while the index is still
 	// desired; the workflow desires it again. The activity does not, so that a wait the
 	// workflow has abandoned can never bring an instance back behind its back.
@@ -328,20 +337,26 @@ func (r *Rollouts) await(ctx context.Context, in AwaitRunningInput, since time.T
 	timer := time.NewTimer(tick)
 	defer timer.Stop()
 	for {
-		out, state, err := r.checkRunning(ctx, in)
+		out, look, err := r.checkRunning(ctx, in)
+		state := look.state
 		if err != nil {
 			idle(state, true)
 			return out, err
 		}
-		if out != (AwaitRunningOutput{}) {
+		if !out.isZero() {
 			return out, nil
 		}
 		wait := tick
+		if in.Failures && look.unplaced {
+			// Not placed (no capacity, its cell lost): a platform failure, retried as long as
+			// it lasts; the instance's own time starts once it is placed.
+			since = time.Now()
+			state += " (waiting to be placed: a platform failure, not counted)"
+		}
 		if in.Deadline > 0 {
 			left := time.Until(since.Add(in.Deadline))
 			if left <= 0 {
-				return AwaitRunningOutput{GivenUp: true, Reason: fmt.Sprintf(
-					"instance %d of %q not RUNNING %v after it was desired (last state %s)", in.Index, in.DefinitionID, in.Deadline, state)}, nil
+				return deadlinePassed(in, look), nil
 			}
 			wait = min(wait, left)
 		}
@@ -380,9 +395,25 @@ func (r *Rollouts) waitEnded(out AwaitRunningOutput, since int64) {
 	}
 }
 
-// checkRunning looks once. A zero output with no error means "not yet"; state then describes
+// isZero says the wait has no outcome yet.
+func (o AwaitRunningOutput) isZero() bool {
+	return !o.Running && !o.GivenUp && !o.Missing && !o.Beyond
+}
+
+// look is what one look at the awaited instance saw.
+type look struct {
+	// state describes the instance for a give-up reason.
+	state string
+	// unplaced: UNCLAIMED and never crashed — waiting for placement, not failing.
+	unplaced bool
+	// notReady: RUNNING with its readiness checks not passing.
+	notReady bool
+	instance *model.ActualLRP
+}
+
+// checkRunning looks once. A zero output with no error means "not yet"; look then describes
 // the instance for the give-up reason.
-func (r *Rollouts) checkRunning(ctx context.Context, in AwaitRunningInput) (AwaitRunningOutput, string, error) {
+func (r *Rollouts) checkRunning(ctx context.Context, in AwaitRunningInput) (AwaitRunningOutput, look, error) {
 	a, err := r.Store.Instance(ctx, in.ProcessGUID, in.DefinitionID, in.Index)
 	if err == nil {
 		// Routable: RUNNING with its readiness checks passing (the old instance keeps the
@@ -390,33 +421,36 @@ func (r *Rollouts) checkRunning(ctx context.Context, in AwaitRunningInput) (Awai
 		// this index) is not the one to wait for: its stop is on its way; once its record
 		// goes, Missing makes the workflow desire a fresh one.
 		if a.Routable() {
-			return AwaitRunningOutput{Running: true}, a.State, nil
+			return AwaitRunningOutput{Running: true}, look{state: a.State}, nil
 		}
-		state := a.State
+		l := look{state: a.State, instance: a, unplaced: a.State == model.StateUnclaimed && a.CrashCount == 0}
 		if a.State == model.StateRunning && a.NotReady {
-			state = "RUNNING, readiness checks not passing"
+			l.state, l.notReady = "RUNNING, readiness checks not passing", true
 		} else if a.CrashCount > 0 {
-			state = fmt.Sprintf("%s after %d crashes: %s", a.State, a.CrashCount, a.CrashReason)
+			l.state = fmt.Sprintf("%s after %d crashes: %s", a.State, a.CrashCount, a.CrashReason)
 		} else if a.PlacementError != "" {
-			state = fmt.Sprintf("%s: %s", a.State, a.PlacementError)
+			l.state = fmt.Sprintf("%s: %s", a.State, a.PlacementError)
 		}
-		return AwaitRunningOutput{}, state, nil
+		if in.MaxCrashes > 0 && a.CrashCount >= in.MaxCrashes {
+			return crashLoop(in, a), l, nil
+		}
+		return AwaitRunningOutput{}, l, nil
 	}
 	if !model.IsType(err, model.ErrResourceNotFound) {
 		// A database hiccup: the activity fails and Temporal retries it, the deadline intact.
-		return AwaitRunningOutput{}, "", err
+		return AwaitRunningOutput{}, look{}, err
 	}
 	n, _, exists, err := r.Store.DesiredInstances(ctx, in.ProcessGUID)
 	switch {
 	case err != nil:
-		return AwaitRunningOutput{}, "", nonRetryable(err)
+		return AwaitRunningOutput{}, look{}, nonRetryable(err)
 	case !exists:
-		return AwaitRunningOutput{}, "", temporal.NewNonRetryableApplicationError(
+		return AwaitRunningOutput{}, look{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("LRP %q was removed", in.ProcessGUID), string(model.ErrResourceNotFound), nil)
 	case in.Index >= n:
-		return AwaitRunningOutput{Beyond: true}, "", nil
+		return AwaitRunningOutput{Beyond: true}, look{}, nil
 	}
-	return AwaitRunningOutput{Missing: true}, "", nil
+	return AwaitRunningOutput{Missing: true}, look{}, nil
 }
 
 // BeginCancel turns the rollout into a walk back to its from definition.

@@ -36,6 +36,11 @@ type WalkRunInput struct {
 	MaxSteps int `json:"max_steps"`
 	// RunID names the workflow run, for the rollout row.
 	RunID string `json:"run_id,omitempty"`
+	// Failures and MaxCrashes are the rollout's failure policy (AwaitRunningInput): with it,
+	// the run ends at the first index it gives up, so that the workflow decides what the
+	// failure means (revert, pause, or walk on).
+	Failures   bool  `json:"failures,omitempty"`
+	MaxCrashes int32 `json:"max_crashes,omitempty"`
 }
 
 // WalkRunOutput is what a run did, over all its attempts.
@@ -50,6 +55,8 @@ type WalkRunOutput struct {
 	Next int32 `json:"next"`
 	// Instances is the LRP's count as the run last read it.
 	Instances int32 `json:"instances,omitempty"`
+	// Failure is why the index the run ended at was given up (WalkRunInput.Failures).
+	Failure *model.RolloutFailure `json:"failure,omitempty"`
 }
 
 // OpenRunOutput is the fence of a new index run.
@@ -136,10 +143,12 @@ type runWalk struct {
 	// stops are the stop requests on their way to the cells: sent while the run walks on,
 	// waited for before it returns.
 	stops sync.WaitGroup
+	// failure is why the run gave its last index up (WalkRunInput.Failures).
+	failure *model.RolloutFailure
 }
 
 func (w *runWalk) output() WalkRunOutput {
-	return WalkRunOutput{Updated: w.run.Updated, GivenUp: w.run.GivenUp, Next: w.next, Instances: w.instances}
+	return WalkRunOutput{Updated: w.run.Updated, GivenUp: w.run.GivenUp, Next: w.next, Instances: w.instances, Failure: w.failure}
 }
 
 func (w *runWalk) steps() int { return len(w.run.Updated) + len(w.run.GivenUp) }
@@ -154,6 +163,14 @@ func (w *runWalk) walk(ctx context.Context, changes <-chan struct{}) error {
 		w.next = slices.Max(decided) + 1
 	}
 	if w.steps() >= w.in.MaxSteps {
+		return nil
+	}
+	if w.in.Failures && len(w.run.GivenUp) > 0 {
+		// An earlier attempt gave an index up and ended there, its worker lost before the
+		// workflow heard why: the run ends where it did, with what is known.
+		i := slices.Max(w.run.GivenUp)
+		w.failure = &model.RolloutFailure{Reason: model.FailureIndexDeadline, Index: &i, DefinitionID: w.in.DefinitionID,
+			Kind: model.FailureApp, Detail: "given up by an earlier attempt of the index run, whose worker was lost"}
 		return nil
 	}
 	w.details = runDetails{Index: w.next, Since: time.Now().UnixNano()}
@@ -183,12 +200,13 @@ func (w *runWalk) walk(ctx context.Context, changes <-chan struct{}) error {
 			outcome = model.StepScaledAway
 		case out.GivenUp:
 			outcome = model.StepGivenUp
+			w.failure = out.Failure
 			w.r.log().Warn("gave up an index", zap.String("process_guid", w.in.ProcessGUID),
 				zap.String("definition_id", w.in.DefinitionID), zap.Int32("index", w.next), zap.String("reason", out.Reason))
 		}
 		w.r.waitEnded(out, w.details.Since)
 		next := w.next + 1
-		if outcome == model.StepScaledAway || w.steps()+1 >= w.in.MaxSteps {
+		if outcome == model.StepScaledAway || w.steps()+1 >= w.in.MaxSteps || w.failure != nil {
 			next = -1
 		}
 		done := w.next
@@ -243,7 +261,8 @@ func (w *runWalk) advance(ctx context.Context, done int32, outcome string, next 
 // at each safety tick, that the run is still held: a run the workflow stopped while its
 // instance never runs must not wait on for good.
 func (w *runWalk) wait(ctx context.Context, changes <-chan struct{}) (AwaitRunningOutput, error) {
-	in := AwaitRunningInput{ProcessGUID: w.in.ProcessGUID, DefinitionID: w.in.DefinitionID, Index: w.next}
+	in := AwaitRunningInput{ProcessGUID: w.in.ProcessGUID, DefinitionID: w.in.DefinitionID, Index: w.next,
+		Failures: w.in.Failures, MaxCrashes: w.in.MaxCrashes}
 	if w.healthy {
 		in.Deadline = w.in.Deadline
 	}

@@ -289,17 +289,15 @@ func validateWord(field string, v *string, allowed ...string) error {
 	return invalid("%s must be one of %q, not %q", field, allowed, *v)
 }
 
-// DefaultRolloutStrategy is the contract's default of defaults (ROLLOUTS-NEXT.md section 1),
-// as far as this server carries it out: a server's flags override it (the per-server layer
-// of ResolveStrategy). on_failure is "continue" — the given-up index of the seeds — until
-// the walk engine reverts; the contract's default, "revert", takes its place then.
+// DefaultRolloutStrategy is the contract's default of defaults (ROLLOUTS-NEXT.md section 1):
+// a server's flags override it (the per-server layer of ResolveStrategy).
 func DefaultRolloutStrategy() RolloutStrategy {
 	return RolloutStrategy{
 		MaxInFlight:        ptr(int32(1)),
 		MinReadyMS:         ptr(int64(0)),
 		IndexDeadlineMS:    ptr(int64(300_000)),
 		ProgressDeadlineMS: ptr(int64(0)),
-		OnFailure:          ptr(OnFailureContinue),
+		OnFailure:          ptr(OnFailureRevert),
 		Failure:            &FailurePolicy{MaxCrashes: ptr(int32(3)), MaxFailedIndices: ptr(int32(1))},
 		Analysis: &RolloutAnalysis{
 			IntervalMS: ptr(int64(10_000)), MinRequests: ptr(int64(100)), MaxErrorRateRatio: ptr(2.0),
@@ -393,8 +391,6 @@ func (s *RolloutStrategy) Supported() error {
 		return notYet("strategy.min_ready_ms")
 	case s.ProgressDeadlineMS != nil && *s.ProgressDeadlineMS > 0:
 		return notYet("strategy.progress_deadline_ms")
-	case s.OnFailure != nil && *s.OnFailure != OnFailureContinue:
-		return notYet(fmt.Sprintf("strategy.on_failure %q (the walk gives a failed index up and goes on: \"continue\")", *s.OnFailure))
 	case s.Analysis != nil && s.Analysis.Background != nil && *s.Analysis.Background:
 		return notYet("strategy.analysis.background (canary analysis)")
 	case s.Window != nil:

@@ -24,6 +24,9 @@ const (
 	// operator's `temporal workflow signal --name rollback --input '{"definition_id": "v1"}'`).
 	// Without a definition id it undoes this rollout, as SignalCancel does.
 	SignalRollback = "rollback"
+	// SignalAbort carries an AbortSignal: stop and revert to the definition the rollout
+	// started from; it ends reverted, with an operator failure (ROLLOUTS-NEXT.md section 3).
+	SignalAbort = "abort"
 	// SignalSetPace carries a SetPaceSignal: replace that many indices at once from now on
 	// (ROLLOUTS-NEXT.md section 3).
 	SignalSetPace = "set_pace"
@@ -65,8 +68,23 @@ type RolloutInput struct {
 	// goes step by step.
 	Runs bool `json:"runs,omitempty"`
 
+	// Failure is the rollout's failure policy (its resolved strategy, ROLLOUTS-NEXT.md
+	// section 4). Without one (runs started before strategies) the walk is the seeds': no
+	// deadline until the target has run, and an index given up is walked past.
+	Failure *FailurePolicy `json:"failure,omitempty"`
+
 	// RolloutCarried is zero on a fresh start; a run that continues as new fills it in.
 	RolloutCarried
+}
+
+// FailurePolicy is what a rollout counts as an app failure and what it then does.
+type FailurePolicy struct {
+	// OnFailure is model.OnFailureRevert, OnFailurePause or OnFailureContinue.
+	OnFailure string `json:"on_failure"`
+	// MaxCrashes gives a new instance up at its MaxCrashes-th crash (0: never).
+	MaxCrashes int32 `json:"max_crashes,omitempty"`
+	// MaxFailedIndices failed indices fail the rollout (0 means 1).
+	MaxFailedIndices int32 `json:"max_failed_indices,omitempty"`
 }
 
 // RolloutCarried is what a run of RolloutWorkflow hands the next one when it continues as
@@ -97,6 +115,13 @@ type RolloutWalk struct {
 	Superseded []string `json:"superseded,omitempty"`
 	// PendingRollback is a definition a rollback signal asked for, not yet recorded.
 	PendingRollback string `json:"pending_rollback,omitempty"`
+	// Failed are the indices given up as app failures (RolloutInput.Failure); Failure is the
+	// first of them (or an operator's abort), RevertFailure the first failure of the walk
+	// back; Reverting says the walk back is a revert, which ends reverted, not canceled.
+	Failed        []int32               `json:"failed,omitempty"`
+	Failure       *model.RolloutFailure `json:"failure,omitempty"`
+	RevertFailure *model.RolloutFailure `json:"revert_failure,omitempty"`
+	Reverting     bool                  `json:"reverting,omitempty"`
 }
 
 // RollbackSignal is the payload of SignalRollback.
@@ -122,6 +147,13 @@ type SupersedeSignal struct {
 	// (older signals, a rollback an operator signalled) keeps the run's.
 	MaxInFlight   int           `json:"max_in_flight,omitempty"`
 	IndexDeadline time.Duration `json:"index_deadline,omitempty"`
+	// Failure is the new rollout's failure policy; nil keeps the run's.
+	Failure *FailurePolicy `json:"failure,omitempty"`
+}
+
+// AbortSignal is the payload of SignalAbort.
+type AbortSignal struct {
+	Reason string `json:"reason,omitempty"`
 }
 
 // RolloutOutput is how the rollout ended.
@@ -250,7 +282,7 @@ type rollout struct {
 	// temporalCancel receives once when the workflow is cancelled through Temporal.
 	temporalCancel workflow.Channel
 
-	cancelCh, pauseCh, resumeCh, supersedeCh, rollbackCh, setPaceCh workflow.ReceiveChannel
+	cancelCh, pauseCh, resumeCh, supersedeCh, rollbackCh, setPaceCh, abortCh workflow.ReceiveChannel
 
 	searchable bool
 	shown      [2]string // state and target of the last search attribute upsert
@@ -283,6 +315,7 @@ func newRollout(ctx workflow.Context, in RolloutInput) *rollout {
 		supersedeCh: workflow.GetSignalChannel(ctx, SignalSupersede),
 		rollbackCh:  workflow.GetSignalChannel(ctx, SignalRollback),
 		setPaceCh:   workflow.GetSignalChannel(ctx, SignalSetPace),
+		abortCh:     workflow.GetSignalChannel(ctx, SignalAbort),
 		searchable:  workflow.GetTypedSearchAttributes(ctx).ContainsKey(SearchAttrProcessGUID),
 		current:     workflow.GetInfo(ctx).WorkflowType.Name == RolloutWorkflowType,
 	}
@@ -333,6 +366,10 @@ func (r *rollout) begin() (out RolloutOutput, over bool, err error) {
 			r.phase = phaseOf(r.phase.back(), true)
 		case model.RolloutCanceling:
 			r.phase = phaseOf(true, r.phase.held())
+			// A walk back the row says a failure or an abort began is a revert.
+			if f := load.Rollout.Failure; f != nil {
+				r.walked.Reverting, r.walked.Failure = true, f
+			}
 		default:
 			return RolloutOutput{RolloutID: r.in.RolloutID, State: load.Rollout.State, Reason: load.Rollout.Reason}, true, nil
 		}
@@ -441,6 +478,9 @@ func (r *rollout) complete() (RolloutOutput, error) {
 	state, keep, prune := model.RolloutCompleted, r.in.ToDefinitionID, r.in.FromDefinitionID
 	if r.phase.back() {
 		state, keep, prune = model.RolloutCanceled, r.in.FromDefinitionID, r.in.ToDefinitionID
+		if r.walked.Reverting {
+			state = model.RolloutReverted
+		}
 	}
 	defs := unusedDefinitions(keep, append([]string{prune}, r.walked.Superseded...))
 	if r.current {

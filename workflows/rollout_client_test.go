@@ -18,10 +18,14 @@ func TestRolloutClientInputTakesTheRowsStrategy(t *testing.T) {
 	}
 	s := model.ResolveStrategy(&model.RolloutStrategy{MaxInFlight: ptr(int32(7))}, rc.Defaults())
 	in := rc.Input(&model.Rollout{ID: "r1", Strategy: &s}, "d")
-	if in.MaxInFlight != 7 || in.IndexDeadline != time.Minute {
+	if in.MaxInFlight != 7 || in.IndexDeadline != time.Minute || *in.Failure != (workflows.FailurePolicy{
+		OnFailure: model.OnFailureRevert, MaxCrashes: 3, MaxFailedIndices: 1}) {
 		t.Fatalf("with a strategy: %+v", in)
 	}
-	if d := (&workflows.RolloutClient{}).Defaults(); *d.MaxInFlight != 1 || *d.IndexDeadlineMS != 300000 || *d.OnFailure != model.OnFailureContinue {
+	if old.Failure != nil {
+		t.Fatalf("a row without a strategy walks as the seeds do: %+v", old.Failure)
+	}
+	if d := (&workflows.RolloutClient{}).Defaults(); *d.MaxInFlight != 1 || *d.IndexDeadlineMS != 300000 || *d.OnFailure != model.OnFailureRevert {
 		t.Fatalf("defaults of a client without flags: %+v", d)
 	}
 }

@@ -62,7 +62,8 @@ func (r *rollout) progressRecord() model.RolloutProgress {
 	return model.RolloutProgress{
 		State: r.phase.state(), CurrentIndex: r.currentIndex(), Instances: r.instances,
 		UpdatedInstances: r.updatedCount(), GivenUpIndices: append([]int32{}, r.walked.GivenUp...),
-		RunID: workflow.GetInfo(r.ctx).WorkflowExecution.RunID,
+		RunID:   workflow.GetInfo(r.ctx).WorkflowExecution.RunID,
+		Failure: r.walked.Failure, RevertFailure: r.walked.RevertFailure,
 	}
 }
 
@@ -89,6 +90,15 @@ func (r *rollout) publish() {
 		p.State, verb, target, p.CurrentIndex, p.Instances, r.updatedCount(), p.GivenUp, p.InFlight)
 	if r.runInFlight() {
 		details += fmt.Sprintf("; an index run (WalkRun) walks on from index %d: its heartbeat details show the index it is at", p.CurrentIndex)
+	}
+	if f := r.walked.Failure; f != nil {
+		details += "\n\n" + failureText(f)
+		if r.walked.Reverting {
+			details += fmt.Sprintf("; reverting to `%s`", r.in.FromDefinitionID)
+		}
+	}
+	if f := r.walked.RevertFailure; f != nil {
+		details += "\n\nthe revert failed in turn, paused for a human: " + failureText(f)
 	}
 	workflow.SetCurrentDetails(r.ctx, details)
 	if !r.searchable || r.shown == [2]string{p.State, r.in.ToDefinitionID} {

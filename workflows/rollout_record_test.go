@@ -31,6 +31,7 @@ type recordingScenario struct {
 	instances int32
 	startIn   time.Duration
 	hang      []string // slots whose instance never starts
+	crash     []string // slots whose instance crash-loops (three crashes, then CRASHED)
 	in        func(in *workflows.RolloutInput)
 	// steer signals the running workflow; it returns once it has sent its last signal.
 	steer func(ctx context.Context, t *testing.T, r *recording)
@@ -252,6 +253,30 @@ var recordingScenarios = []recordingScenario{
 		},
 	},
 	{
+		// A crash loop at index 2 with on_failure revert: indices 0 and 1 walk back to def1.
+		name: "crash_loop_revert", instances: 4, startIn: 50 * time.Millisecond, crash: []string{"def2/2"},
+		in: func(in *workflows.RolloutInput) {
+			in.IndexDeadline = time.Minute
+			in.Failure = &workflows.FailurePolicy{OnFailure: model.OnFailureRevert, MaxCrashes: 3, MaxFailedIndices: 1}
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutReverted, nil)
+			expectInstances(t, r, on("def1", 4))
+		},
+	},
+	{
+		// An operator's abort mid-walk: the walk back to def1, ending reverted.
+		name: "abort", instances: 4, startIn: 150 * time.Millisecond,
+		steer: func(ctx context.Context, t *testing.T, r *recording) {
+			r.waitProgress(ctx, t, "r1", updated(1))
+			r.signal(ctx, t, workflows.SignalAbort, workflows.AbortSignal{Reason: "error rate"})
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutReverted, nil)
+			expectInstances(t, r, on("def1", 4))
+		},
+	},
+	{
 		// Two index steps a run: three runs, each continued with the walk so far.
 		name: "continue_as_new", instances: 5, startIn: 50 * time.Millisecond,
 		in: func(in *workflows.RolloutInput) { in.ContinueAsNewEvery = 2 },
@@ -328,6 +353,10 @@ func recordScenario(t *testing.T, c client.Client, dir string, sc recordingScena
 	}
 	for _, s := range sc.hang {
 		store.hang[s] = true
+	}
+	store.crash = map[string]bool{}
+	for _, s := range sc.crash {
+		store.crash[s] = true
 	}
 	queue := "record-" + name
 	w := bbsworker.New(c, queue, bbsworker.Deps{RolloutStore: store, Waiter: waiter, Log: zaptest.NewLogger(t)})

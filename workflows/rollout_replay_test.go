@@ -57,6 +57,8 @@ type memStore struct {
 	waiter    *memWaiter
 	// hang are the slots (definition/index) whose instance never starts: a flaky index.
 	hang map[string]bool
+	// crash are the slots whose instance crash-loops: it ends CRASHED after three crashes.
+	crash map[string]bool
 	// runs are the index runs by rollout id (db/rollout_run.go's fenced steps, in memory).
 	runs map[string]*memRun
 }
@@ -112,7 +114,10 @@ func (m *memStore) DesireInstance(_ context.Context, guid, def string, i int32) 
 	}
 	time.AfterFunc(m.startIn, func() {
 		m.mu.Lock()
-		if a, ok := m.lrps[slot(def, i)]; ok {
+		if a, ok := m.lrps[slot(def, i)]; ok && m.crash[slot(def, i)] {
+			a.State, a.CrashCount, a.CrashReason = model.StateCrashed, 3, `exit status 1; last output: "boom"`
+			m.lrps[slot(def, i)] = a
+		} else if ok {
 			a.State = model.StateRunning
 			m.lrps[slot(def, i)] = a
 			m.healthy = def

@@ -57,9 +57,10 @@ func (r *rollout) walkRun(ctx workflow.Context, s *step) stepResult {
 		return failed(err)
 	}
 	in := activities.WalkRunInput{RolloutID: s.rolloutID, ProcessGUID: r.in.ProcessGUID, DefinitionID: s.def,
-		Fence: open.Fence, From: s.index, Before: slices.Clone(r.walked.Updated), Healthy: r.walked.Healthy,
+		Fence: open.Fence, From: s.index, Before: slices.Clone(r.walked.Updated), Healthy: r.walked.Healthy || r.failures(),
 		Deadline: r.in.IndexDeadline, MaxSteps: r.in.ContinueAsNewEvery - r.steps,
 		RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID}
+	in.Failures, in.MaxCrashes = r.awaitFailures()
 	var out activities.WalkRunOutput
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, runOptions), acts.WalkRun, in).Get(ctx, &out)
 	switch {
@@ -96,7 +97,7 @@ func (r *rollout) stopRun(ctx workflow.Context, s *step) stepResult {
 	}
 	// Paused: the index in flight finishes its step, which a later signal may interrupt.
 	var deadline time.Duration
-	if r.walked.Healthy || len(st.Updated) > 0 {
+	if r.walked.Healthy || len(st.Updated) > 0 || r.failures() {
 		deadline = r.in.IndexDeadline
 	}
 	tctx, cancel := workflow.WithCancel(ctx)
@@ -107,6 +108,7 @@ func (r *rollout) stopRun(ctx workflow.Context, s *step) stepResult {
 		run.Updated = insert(run.Updated, st.Index)
 	case outGivenUp:
 		run.GivenUp = insert(run.GivenUp, st.Index)
+		run.Failure = tail.failure
 	case outInterrupted:
 		return stepResult{out: outInterrupted, run: run}
 	case outGone, outError:
@@ -133,6 +135,14 @@ func (r *rollout) runDone(res stepResult) {
 		if current {
 			for _, i := range run.GivenUp {
 				r.walked.GivenUp = insert(r.walked.GivenUp, i)
+			}
+			if r.failures() && len(run.GivenUp) > 0 {
+				// With a failure policy a run ends at the index it gave up.
+				i := slices.Max(run.GivenUp)
+				if f := run.Failure; f != nil && f.Index != nil {
+					i = *f.Index
+				}
+				defer r.onIndexFailed(i, s.def, run.Failure) // after the walk's position below
 			}
 		}
 		r.steps += len(run.Updated) + len(run.GivenUp)

@@ -17,6 +17,7 @@ type signal struct {
 	supersede SupersedeSignal
 	rollback  RollbackSignal
 	pace      SetPaceSignal
+	abort     AbortSignal
 }
 
 // newRollout reports whether the signal starts a new rollout: all that counts once the
@@ -40,6 +41,8 @@ func (r *rollout) apply(s signal) bool {
 		return r.onRollback(s.rollback)
 	case SignalSetPace:
 		return r.onSetPace(s.pace)
+	case SignalAbort:
+		return r.onAbort(s.abort)
 	}
 	return false
 }
@@ -77,6 +80,11 @@ func (r *rollout) addSignals(sel workflow.Selector, changed *bool) {
 		c.Receive(r.ctx, &s.pace)
 		return s
 	})
+	add(r.abortCh, func(c workflow.ReceiveChannel) signal {
+		s := signal{name: SignalAbort}
+		c.Receive(r.ctx, &s.abort)
+		return s
+	})
 }
 
 // pending receives, without blocking, at most one signal of each kind, in a fixed order.
@@ -98,6 +106,9 @@ func (r *rollout) pending() []signal {
 		out = append(out, s)
 	}
 	if s := (signal{name: SignalSetPace}); r.setPaceCh.ReceiveAsync(&s.pace) {
+		out = append(out, s)
+	}
+	if s := (signal{name: SignalAbort}); r.abortCh.ReceiveAsync(&s.abort) {
 		out = append(out, s)
 	}
 	return out
@@ -191,6 +202,11 @@ func (r *rollout) onSupersede(sig SupersedeSignal) bool {
 	if sig.IndexDeadline > 0 {
 		r.in.IndexDeadline = sig.IndexDeadline
 	}
+	if sig.Failure != nil {
+		r.in.Failure = sig.Failure
+	}
+	// Failures belong to the rollout the supersede ended.
+	r.walked.Failed, r.walked.Failure, r.walked.RevertFailure, r.walked.Reverting = nil, nil, nil, false
 	r.walked.NextIndex = 0
 	r.walked.Updated = nil
 	r.walked.GivenUp = nil

@@ -59,7 +59,7 @@ func StartRollout(ctx context.Context, c client.Client, taskQueue string, in Rol
 // the old run may have finished between the API's write and this call.
 func SupersedeRollout(ctx context.Context, c client.Client, taskQueue string, in RolloutInput) error {
 	sig := SupersedeSignal{RolloutID: in.RolloutID, ToDefinitionID: in.ToDefinitionID, Kind: in.Kind,
-		FromDefinitionID: in.FromDefinitionID, MaxInFlight: in.MaxInFlight, IndexDeadline: in.IndexDeadline}
+		FromDefinitionID: in.FromDefinitionID, MaxInFlight: in.MaxInFlight, IndexDeadline: in.IndexDeadline, Failure: in.Failure}
 	_, err := c.SignalWithStartWorkflow(ctx, model.RolloutWorkflowID(in.ProcessGUID), SignalSupersede, sig,
 		rolloutStartOptions(taskQueue, in), RolloutWorkflowType, in)
 	if err != nil {
@@ -111,7 +111,29 @@ func (rc *RolloutClient) Input(r *model.Rollout, domain string) RolloutInput {
 	}
 	return RolloutInput{RolloutID: r.ID, ProcessGUID: r.ProcessGUID, Domain: domain,
 		FromDefinitionID: r.FromDefinitionID, ToDefinitionID: r.ToDefinitionID, Kind: r.Kind,
-		MaxInFlight: r.Strategy.MaxInFlightOr(rc.MaxInFlight), IndexDeadline: deadline, Runs: !rc.Stepwise}
+		MaxInFlight: r.Strategy.MaxInFlightOr(rc.MaxInFlight), IndexDeadline: deadline, Runs: !rc.Stepwise,
+		Failure: failurePolicy(r.Strategy)}
+}
+
+// failurePolicy is the failure policy of a resolved strategy; nil for a rollout without one
+// (started before strategies), which walks as the seeds do.
+func failurePolicy(s *model.RolloutStrategy) *FailurePolicy {
+	if s == nil {
+		return nil
+	}
+	p := &FailurePolicy{OnFailure: model.OnFailureRevert}
+	if s.OnFailure != nil {
+		p.OnFailure = *s.OnFailure
+	}
+	if f := s.Failure; f != nil {
+		if f.MaxCrashes != nil {
+			p.MaxCrashes = *f.MaxCrashes
+		}
+		if f.MaxFailedIndices != nil {
+			p.MaxFailedIndices = *f.MaxFailedIndices
+		}
+	}
+	return p
 }
 
 // Defaults is the server's layer of every rollout's strategy (model.ResolveStrategy): the

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -40,6 +41,8 @@ type stepResult struct {
 	out    outcome
 	reason string
 	err    error
+	// failure is why an index was given up, with a failure policy (outGivenUp).
+	failure *model.RolloutFailure
 	// run is what an index run decided (its out says how it ended: outUpdated when it
 	// walked as far as it was asked, outInterrupted when a signal stopped it).
 	run *activities.WalkRunOutput
@@ -209,7 +212,10 @@ func (r *rollout) start(i int32) {
 	var deadline time.Duration
 	if s.back {
 		s.def = r.in.FromDefinitionID
-	} else if r.walked.Healthy {
+		if r.failures() {
+			deadline = r.in.IndexDeadline // a walk back that cannot start pauses (onRevertFailed)
+		}
+	} else if r.walked.Healthy || r.failures() {
 		deadline = r.in.IndexDeadline
 	}
 	sctx, cancel := workflow.WithCancel(r.ctx)
@@ -236,6 +242,7 @@ func (r *rollout) runStep(ctx workflow.Context, s *step, deadline time.Duration)
 		return failed(err)
 	}
 	started := workflow.Now(ctx)
+	failures, maxCrashes := r.awaitFailures()
 	for {
 		if ctx.Err() != nil {
 			return r.retire(dctx, in, outInterrupted, "")
@@ -243,13 +250,19 @@ func (r *rollout) runStep(ctx workflow.Context, s *step, deadline time.Duration)
 		left := time.Duration(0)
 		if deadline > 0 {
 			if left = deadline - workflow.Now(ctx).Sub(started); left <= 0 {
-				return r.retire(dctx, in, outGivenUp, "deadline passed")
+				res := r.retire(dctx, in, outGivenUp, "deadline passed")
+				if failures && res.out == outGivenUp {
+					res.failure = &model.RolloutFailure{Reason: model.FailureIndexDeadline, Index: &s.index, DefinitionID: s.def,
+						Kind: model.FailureApp, Detail: fmt.Sprintf("not RUNNING and ready within %v", deadline)}
+				}
+				return res
 			}
 		}
 		var out activities.AwaitRunningOutput
 		actx := workflow.WithActivityOptions(ctx, awaitOptions)
 		err := workflow.ExecuteActivity(actx, acts.AwaitRunning, activities.AwaitRunningInput{
 			ProcessGUID: r.in.ProcessGUID, DefinitionID: s.def, Index: s.index, Deadline: left,
+			Failures: failures, MaxCrashes: maxCrashes,
 		}).Get(ctx, &out)
 		switch {
 		case ctx.Err() != nil:
@@ -263,12 +276,21 @@ func (r *rollout) runStep(ctx workflow.Context, s *step, deadline time.Duration)
 			}
 			return stepResult{out: outUpdated}
 		case out.GivenUp:
-			return r.retire(dctx, in, outGivenUp, out.Reason)
+			res := r.retire(dctx, in, outGivenUp, out.Reason)
+			if res.out == outGivenUp {
+				res.failure = out.Failure
+			}
+			return res
 		case out.Beyond:
 			return r.retire(dctx, in, outBeyond, "")
 		case out.Missing:
 			if err := r.local(dctx, in, acts.DesireInstance, nil); err != nil {
 				return failed(err)
+			}
+			if failures {
+				// Its cell removed it (a cell lost, evacuated): a platform failure, whose time
+				// does not count against the instance.
+				started = workflow.Now(ctx)
 			}
 		default:
 			return failed(temporal.NewNonRetryableApplicationError("AwaitRunning returned no outcome", string(model.ErrUnknown), nil))
@@ -312,9 +334,16 @@ func (r *rollout) stepDone(res stepResult) {
 			r.walked.Healthy = true
 		}
 	case outGivenUp:
+		if s.back && r.failures() {
+			r.onRevertFailed(s.index, res.failure)
+			break
+		}
 		if s.def == r.in.ToDefinitionID {
 			r.walked.GivenUp = insert(r.walked.GivenUp, s.index)
 			workflow.GetLogger(r.ctx).Warn("gave up an index", "index", s.index, "definition_id", s.def, "reason", res.reason)
+			if r.failures() {
+				r.onIndexFailed(s.index, s.def, res.failure)
+			}
 		}
 	case outBeyond:
 		if s.back {
