@@ -40,8 +40,12 @@ func (f *fakeAPI) ActualLRPs(context.Context, model.ActualLRPFilter) ([]model.Ac
 	return f.instance, nil
 }
 
-func (f *fakeAPI) PauseRollout(context.Context, string) (*model.Rollout, error)  { return f.Rollout(nil, "") }
-func (f *fakeAPI) ResumeRollout(context.Context, string) (*model.Rollout, error) { return f.Rollout(nil, "") }
+func (f *fakeAPI) PauseRollout(context.Context, string) (*model.Rollout, error) {
+	return f.Rollout(nil, "")
+}
+func (f *fakeAPI) ResumeRollout(context.Context, string) (*model.Rollout, error) {
+	return f.Rollout(nil, "")
+}
 func (f *fakeAPI) SetRolloutPace(_ context.Context, _ string, n int32) (*model.Rollout, error) {
 	f.paced = n
 	return f.Rollout(nil, "")
