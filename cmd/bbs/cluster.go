@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/updatable-lrps/bbs/internal/boot"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,7 +37,7 @@ func runClusterCommand(ctx context.Context, args []string) error {
 	protocolListen := fs.String("bbs-listen", "127.0.0.1:8890", "the front of the BBS protocol (bbs lb)")
 	portBase := fs.Int("port-base", 17000, "internal ports: API replica N serves on base+10(N-1)+1 (JSON) and +2 (BBS protocol); the Temporal server's internal services on base+50 to base+63")
 	pgPort := fs.Int("pg-port", 54339, "port of the cluster's PostgreSQL")
-	temporalBin := fs.String("temporal-server-bin", envOr("TEMPORAL_SERVER_BIN", ""), "the real Temporal server (default: bin/temporal-server, else temporal-server on PATH) [TEMPORAL_SERVER_BIN]")
+	temporalBin := fs.String("temporal-server-bin", boot.EnvOr("TEMPORAL_SERVER_BIN", ""), "the real Temporal server (default: bin/temporal-server, else temporal-server on PATH) [TEMPORAL_SERVER_BIN]")
 	temporalPort := fs.Int("temporal-port", 7233, "Temporal frontend port")
 	uiPort := fs.Int("temporal-ui-port", 8233, "Temporal Web UI port (0: no UI)")
 	shards := fs.Int("history-shards", 4, "Temporal history shards (fixed once the cluster's databases exist)")
@@ -50,11 +51,11 @@ func runClusterCommand(ctx context.Context, args []string) error {
 	routerAdmin := fs.String("router-admin-listen", "127.0.0.1:8081", "the router's stats")
 	metricsBase := fs.Int("metrics-port-base", 9890, "metrics listeners (GET /metrics, plain HTTP; deploy/prometheus-cluster.yml): bbs lb on base, worker N on base+N, cell N on base+10+N, API replica N on base+20+N; the router serves /metrics on its stats address")
 	convergeEvery := fs.Duration("convergence-interval", 0, "how often convergence runs (0: the worker's default) [BBS_CONVERGENCE_INTERVAL for the workers]")
-	logLevel := logLevelFlag(fs)
+	logLevel := boot.LogLevelFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log, err := newLogger(*logLevel, true)
+	log, err := boot.NewLogger(*logLevel, true)
 	if err != nil {
 		return err
 	}
@@ -152,7 +153,7 @@ func runClusterCommand(ctx context.Context, args []string) error {
 	}
 
 	// The BBS's migrations, once, before its processes race for them.
-	store, err := openStore(ctx, dbURL, log)
+	store, err := boot.OpenStore(ctx, dbURL, log)
 	if err != nil {
 		return err
 	}
@@ -227,7 +228,7 @@ func runClusterCommand(ctx context.Context, args []string) error {
 		cellIDs = append(cellIDs, id)
 		cellLines = append(cellLines, fmt.Sprintf("%s in zone %s (%s executor, log %s)", id, zone, *cellExecutor, rel(id+".log")))
 	}
-	if err := waitForCells(ctx, store, cellIDs, 60*time.Second, nil); err != nil {
+	if err := boot.WaitForCells(ctx, store, cellIDs, 60*time.Second, nil); err != nil {
 		return fmt.Errorf("%w; see %s", err, rel("cell-*.log"))
 	}
 
@@ -256,7 +257,7 @@ Ctrl-C stops everything; the next 'make cluster' resumes with the data kept.
 `, frontURL, *protocolListen, *certsDir, howToCall(*certsDir, frontURL, temporalAddr), strings.Join(apiLines, "\n                "), strings.Join(workerNames, ", "),
 		worker.TaskQueue, temporalAddr, strings.TrimSpace(string(version)), *shards, tcfg.Namespace, rel("temporal/cluster.yaml"),
 		rel("temporal.log"), uiLine, *routerAddr, *routerAdmin, rel("router.log"),
-		strings.Join(cellLines, "\n                "), redact(dbURL), rel("postgres"), rel("postgres.log"), *metricsBase, rel("run"))
+		strings.Join(cellLines, "\n                "), boot.RedactURL(dbURL), rel("postgres"), rel("postgres.log"), *metricsBase, rel("run"))
 
 	select {
 	case <-ctx.Done():

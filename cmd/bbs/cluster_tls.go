@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"github.com/updatable-lrps/bbs/internal/boot"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,26 +62,26 @@ func (c clusterCerts) peerEnv() map[string]string {
 }
 
 // temporalClient is what a client of the Temporal frontend presents and trusts.
-func (c clusterCerts) temporalClient() clientTLSFlags {
-	return clientTLSFlags{caFile: c.file("ca.crt"), certFile: c.file("client.crt"), keyFile: c.file("client.key")}
+func (c clusterCerts) temporalClient() boot.ClientTLS {
+	return boot.ClientTLS{CAFile: c.file("ca.crt"), CertFile: c.file("client.crt"), KeyFile: c.file("client.key")}
 }
 
 // temporalEnv gives a bbs process temporalClient (temporalFlags).
 func (c clusterCerts) temporalEnv() map[string]string {
 	t := c.temporalClient()
-	return map[string]string{"TEMPORAL_TLS_CA": t.caFile, "TEMPORAL_TLS_CERT": t.certFile, "TEMPORAL_TLS_KEY": t.keyFile}
+	return map[string]string{"TEMPORAL_TLS_CA": t.CAFile, "TEMPORAL_TLS_CERT": t.CertFile, "TEMPORAL_TLS_KEY": t.KeyFile}
 }
 
 // temporalTLS is temporalClient for our own calls (the namespace's set-up).
 func (c clusterCerts) temporalTLS() (*tls.Config, error) {
 	t := c.temporalClient()
-	return t.config()
+	return t.Config()
 }
 
 // temporalUIArgs are the Web UI's flags for reaching the frontend.
 func (c clusterCerts) temporalUIArgs() []string {
 	t := c.temporalClient()
-	return []string{"--tls-ca", t.caFile, "--tls-cert", t.certFile, "--tls-key", t.keyFile}
+	return []string{"--tls-ca", t.CAFile, "--tls-cert", t.CertFile, "--tls-key", t.KeyFile}
 }
 
 // temporalServerTLS is the global.tls section of the Temporal server's configuration: its
@@ -104,7 +105,7 @@ func (c clusterCerts) temporalServerTLS() string {
       keyFile: %q
       client:
         rootCaFiles: [%q]
-`, t.certFile, t.keyFile, t.caFile)
+`, t.CertFile, t.KeyFile, t.CAFile)
 }
 
 // howToCall is the banner's lines on calling the cluster with its client certificate, the

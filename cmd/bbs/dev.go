@@ -4,7 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net/url"
+	"github.com/updatable-lrps/bbs/internal/boot"
 	"os"
 	"path/filepath"
 
@@ -26,22 +26,22 @@ import (
 // next run resumes with the data kept.
 func runDevCommand(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-	dataDir := fs.String("data-dir", envOr("BBS_DATA_DIR", ".data"), "where PostgreSQL and Temporal keep their state [BBS_DATA_DIR]")
-	apiAddr := fs.String("listen", envOr("BBS_LISTEN_ADDR", "127.0.0.1:8889"), "API address [BBS_LISTEN_ADDR]")
+	dataDir := fs.String("data-dir", boot.EnvOr("BBS_DATA_DIR", ".data"), "where PostgreSQL and Temporal keep their state [BBS_DATA_DIR]")
+	apiAddr := fs.String("listen", boot.EnvOr("BBS_LISTEN_ADDR", "127.0.0.1:8889"), "API address [BBS_LISTEN_ADDR]")
 	protocolAddr := protocolListenFlag(fs)
 	protocolTLSAddr := protocolTLSListenFlag(fs)
 	pgPort := fs.Int("pg-port", 54329, "port of the private PostgreSQL (ignored when DATABASE_URL is set)")
-	temporalBin := fs.String("temporal-bin", envOr("TEMPORAL_BIN", ""), "temporal CLI (default: bin/temporal, else temporal on PATH) [TEMPORAL_BIN]")
+	temporalBin := fs.String("temporal-bin", boot.EnvOr("TEMPORAL_BIN", ""), "temporal CLI (default: bin/temporal, else temporal on PATH) [TEMPORAL_BIN]")
 	temporalPort := fs.Int("temporal-port", 7233, "Temporal frontend port")
 	uiPort := fs.Int("temporal-ui-port", 8233, "Temporal Web UI port")
-	logLevel := logLevelFlag(fs)
+	logLevel := boot.LogLevelFlag(fs)
 	nCells := fs.Int("cells", 3, "cell agents to run")
 	var rf rolloutFlags
 	rf.register(fs)
 	routerAddr := fs.String("router-listen", "127.0.0.1:8080", "the router's address (apps by Host header)")
 	routerAdmin := fs.String("router-admin-listen", "127.0.0.1:8081", "the router's stats")
 	noWorker := fs.Bool("no-worker", false, "do not run the worker (placement, convergence, rollouts) in this process: for running `bbs worker` separately")
-	convergeEvery := fs.Duration("convergence-interval", envDuration("BBS_CONVERGENCE_INTERVAL", workflows.DefaultConvergenceInterval), "how often convergence runs [BBS_CONVERGENCE_INTERVAL]")
+	convergeEvery := fs.Duration("convergence-interval", boot.EnvDuration("BBS_CONVERGENCE_INTERVAL", workflows.DefaultConvergenceInterval), "how often convergence runs [BBS_CONVERGENCE_INTERVAL]")
 	nZones := fs.Int("zones", 2, "zones to spread the cells over")
 	cellExecutor := fs.String("cell-executor", "process", "process (real local processes) or sim")
 	sshAddr := fs.String("ssh-proxy-listen", "127.0.0.1:2222", "the ssh proxy's address (\"\": no ssh proxy)")
@@ -49,7 +49,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log, err := newLogger(*logLevel, true)
+	log, err := boot.NewLogger(*logLevel, true)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 		return err
 	}
 
-	dbURL, err := secretFromEnv("DATABASE_URL")
+	dbURL, err := boot.SecretFromEnv("DATABASE_URL")
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 		tsSup.Stop()
 	}()
 
-	store, err := openStore(ctx, dbURL, log)
+	store, err := boot.OpenStore(ctx, dbURL, log)
 	if err != nil {
 		return err
 	}
@@ -162,7 +162,7 @@ func runDevCommand(ctx context.Context, args []string) error {
 		}
 		return err
 	}
-	a, err := startAPI(ctx, store, *apiAddr, *protocolAddr, tlsFlags{}, system.APIConfig{ProtocolTLSListener: protocolTLS,
+	a, err := boot.StartAPI(ctx, store, *apiAddr, *protocolAddr, nil, system.APIConfig{ProtocolTLSListener: protocolTLS,
 		Cells: cellapi.NewClient(nil), Temporal: temporal, Rollouts: ro, Metrics: reg, Log: log})
 	if err != nil {
 		if protocolTLS != nil {
@@ -250,7 +250,7 @@ BBS dev stack is up:
 Ctrl-C stops everything; the next 'make run' resumes with the data kept.
 
 `, a.URL(), a.URL(), protocolLine(a), protocolTLSLine(a, certs), *uiPort, ts.Address(), filepath.Join(*dataDir, "temporal.db"),
-		filepath.Join(*dataDir, "temporal.log"), workerLine, *routerAddr, *routerAdmin, sshLine, tpsLine, redact(dbURL), pgNote, cellLines, a.URL(), supervised)
+		filepath.Join(*dataDir, "temporal.log"), workerLine, *routerAddr, *routerAdmin, sshLine, tpsLine, boot.RedactURL(dbURL), pgNote, cellLines, a.URL(), supervised)
 
 	select {
 	case <-ctx.Done():
@@ -262,15 +262,6 @@ Ctrl-C stops everything; the next 'make run' resumes with the data kept.
 	case <-tsSup.Failed():
 		return tsSup.Err()
 	}
-}
-
-// redact hides a password in a database URL before it is printed.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparseable DATABASE_URL)"
-	}
-	return u.Redacted()
 }
 
 // protocolLine says where the BBS protocol is served, for the banner.

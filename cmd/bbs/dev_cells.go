@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/updatable-lrps/bbs/internal/boot"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,47 +73,10 @@ func startDevCells(ctx context.Context, store *db.Store, n, zones int, apiURL, k
 		}
 		return nil
 	}
-	if err := waitForCells(ctx, store, ids, 30*time.Second, exited); err != nil {
+	if err := boot.WaitForCells(ctx, store, ids, 30*time.Second, exited); err != nil {
 		return cells, fmt.Errorf("%w; see %s", err, filepath.Join(dir, "cell-*.log"))
 	}
 	return cells, nil
-}
-
-// waitForCells waits until every cell in ids has announced itself. exited, when not nil,
-// says whether a cell has already given up (its error ends the wait).
-func waitForCells(ctx context.Context, store *db.Store, ids []string, within time.Duration, exited func() error) error {
-	deadline := time.Now().Add(within)
-	for {
-		up, err := store.Cells(ctx)
-		if err == nil {
-			seen := map[string]bool{}
-			for _, u := range up {
-				seen[u.CellID] = true
-			}
-			missing := 0
-			for _, id := range ids {
-				if !seen[id] {
-					missing++
-				}
-			}
-			if missing == 0 {
-				return nil
-			}
-		}
-		if exited != nil {
-			if err := exited(); err != nil {
-				return err
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("cells did not announce themselves within %s", within)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // stopDevCells stops the cells at once (SIGINT: instances stop, presence withdrawn).

@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/updatable-lrps/bbs/internal/boot"
 	"io"
 	"io/fs"
 	"net"
@@ -135,8 +136,8 @@ func (d *devSSH) writeDemoLRP(bbsBin, demoBin string) error {
 		"action": obj{"codependent": obj{"actions": []obj{
 			{"run": obj{"path": demoBin}},
 			{"run": obj{"path": bbsBin, "args": []string{"sshd", "--port", "2222"}, "env": []obj{
-				{"name": envSSHDHostKey, "value": d.instancePEM},
-				{"name": envSSHDAuthorizedKey, "value": string(ssh.MarshalAuthorizedKey(d.proxyKey.PublicKey()))},
+				{"name": boot.EnvSSHDHostKey, "value": d.instancePEM},
+				{"name": boot.EnvSSHDAuthorizedKey, "value": string(ssh.MarshalAuthorizedKey(d.proxyKey.PublicKey()))},
 			}}},
 		}}},
 		"check_definition": obj{"checks": []obj{{"http_check": obj{"port": 8080, "path": "/health"}}}},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/updatable-lrps/bbs/internal/boot"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,7 +17,7 @@ import (
 )
 
 func protocolTLSListenFlag(fs *flag.FlagSet) *string {
-	return fs.String("bbs-tls-listen", envOr("BBS_PROTOCOL_TLS_LISTEN_ADDR", "127.0.0.1:8891"),
+	return fs.String("bbs-tls-listen", boot.EnvOr("BBS_PROTOCOL_TLS_LISTEN_ADDR", "127.0.0.1:8891"),
 		"address to serve the BBS protocol over mutual TLS too, with certificates made in <data-dir>/certs (cfdot speaks only https); empty: not served [BBS_PROTOCOL_TLS_LISTEN_ADDR]")
 }
 
