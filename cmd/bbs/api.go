@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 
 	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/internal/boot"
@@ -47,11 +46,6 @@ func runAPICommand(ctx context.Context, args []string) error {
 	}
 	<-ctx.Done()
 	return a.Stop()
-}
-
-// protocolListenFlag registers --bbs-listen, where the BBS's own protocol is served.
-func protocolListenFlag(fs *flag.FlagSet) *string {
-	return fs.String("bbs-listen", boot.EnvOr("BBS_PROTOCOL_LISTEN_ADDR", "127.0.0.1:8890"), "address to serve the BBS protocol (protobuf, for Diego and Cloud Foundry clients) on; empty: not served [BBS_PROTOCOL_LISTEN_ADDR]")
 }
 
 func runMigrateCommand(ctx context.Context, args []string) error {
