@@ -8,7 +8,7 @@ func TestBanner(t *testing.T) {
 	l := testLayout()
 	l.cfg.DataDir, l.cfg.CertsDir, l.cfg.HistoryShards = ".cluster", ".cluster/certs", 4
 	l.dbURL = "postgres://postgres:secret@127.0.0.1:54339/bbs?sslmode=disable"
-	c := &cluster{cfg: l.cfg, layout: l, version: "temporal version 1.29.1",
+	c := &cluster{layout: l, version: "temporal version 1.29.1",
 		apiLines:    []string{"api-1 https://127.0.0.1:17001 (BBS protocol https://127.0.0.1:17002, log .cluster/api-1.log)"},
 		workerLines: []string{"worker-1 (log .cluster/worker-1.log)", "worker-2 (log .cluster/worker-2.log)"},
 		cellLines:   []string{"cell-1 in zone z1 (sim executor, log .cluster/cell-1.log)"},

@@ -101,14 +101,13 @@ func Run(ctx context.Context, cfg Config) error {
 // cluster is a running cluster: its supervised children in start order, and what the
 // banner says of them.
 type cluster struct {
-	cfg     Config
+	layout // the configuration, and the children's addresses and environment
+
 	log     *zap.Logger
 	out     io.Writer
-	dir     string // cfg.DataDir, absolute
 	self    string // this binary, which the bbs processes run
 	tbin    string // the Temporal server
 	version string // the Temporal server's
-	certs   clusterCerts
 	// temporalTLS is what our own calls to the Temporal frontend present (the namespace's
 	// set-up).
 	temporalTLS *tls.Config
@@ -117,7 +116,6 @@ type cluster struct {
 	store       *db.Store
 	pgURL       func(database string) string // a database of the cluster's PostgreSQL
 
-	layout                           // the children's addresses and environment
 	apiLines, workerLines, cellLines []string
 	uiLine                           string
 }
@@ -132,7 +130,7 @@ func newCluster(ctx context.Context, cfg Config) (*cluster, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	c := &cluster{cfg: cfg, log: cfg.Log, out: cfg.Out, dir: dir, failed: make(chan error, 1)}
+	c := &cluster{layout: layout{cfg: cfg, dir: dir}, log: cfg.Log, out: cfg.Out, failed: make(chan error, 1)}
 	if c.out == nil {
 		c.out = os.Stdout
 	}
@@ -158,7 +156,6 @@ func newCluster(ctx context.Context, cfg Config) (*cluster, error) {
 	if c.temporalTLS, err = certs.temporalTLS(); err != nil {
 		return nil, err
 	}
-	c.layout = layout{cfg: c.cfg, dir: dir, certs: certs}
 	return c, nil
 }
 

@@ -13,7 +13,7 @@ import (
 // certificate.
 type layout struct {
 	cfg          Config
-	dir          string
+	dir          string // cfg.DataDir, absolute
 	certs        clusterCerts
 	dbURL        string // set once PostgreSQL is up
 	temporalAddr string // set once the Temporal server is up

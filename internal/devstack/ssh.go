@@ -9,7 +9,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"github.com/updatable-lrps/bbs/internal/boot"
 	"io/fs"
 	"net"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/updatable-lrps/bbs/bbsclient"
+	"github.com/updatable-lrps/bbs/internal/boot"
 	"github.com/updatable-lrps/bbs/internal/system"
 	"github.com/updatable-lrps/bbs/sshproxy"
 )
