@@ -8,6 +8,8 @@ import (
 	"github.com/updatable-lrps/bbs/internal/system"
 )
 
+// runAPICommand serves the JSON API and the BBS protocol over the store, starting and
+// signalling rollouts on Temporal and stopping instances on their cells.
 func runAPICommand(ctx context.Context, args []string) error {
 	cmd := boot.NewCommand("api")
 	fs := cmd.Flags
@@ -48,6 +50,7 @@ func runAPICommand(ctx context.Context, args []string) error {
 	return a.Stop()
 }
 
+// runMigrateCommand applies the database migrations and exits.
 func runMigrateCommand(ctx context.Context, args []string) error {
 	cmd := boot.NewCommand("migrate")
 	cmd.Store()

@@ -27,6 +27,7 @@ type cellFlags struct {
 	kind, workDir, ports string
 }
 
+// register registers the cell's flags on the command.
 func (c *cellFlags) register(cmd *boot.Command) {
 	fs := cmd.Flags
 	host, _ := os.Hostname()

@@ -12,6 +12,8 @@ import (
 	"github.com/updatable-lrps/bbs/workflows"
 )
 
+// runWorkerCommand runs the Temporal worker (rollouts, convergence, task callbacks),
+// placement and the cell watch, after applying the migrations.
 func runWorkerCommand(ctx context.Context, args []string) error {
 	cmd := boot.NewCommand("worker")
 	fs := cmd.Flags

@@ -78,6 +78,7 @@ func (o options) check() error {
 	return nil
 }
 
+// run is the demo, its exit status returned: 2 for bad flags, 1 for a failure.
 func run(args []string, out io.Writer) (code int) {
 	o, err := parseOptions(args)
 	if err != nil {

@@ -22,6 +22,7 @@ func (t *ServerTLS) Register(fs *flag.FlagSet) {
 	fs.StringVar(&t.ClientCAFile, "tls-client-ca", EnvOr("BBS_TLS_CLIENT_CA_FILE", ""), "CA that signs client certificates (PEM) [BBS_TLS_CLIENT_CA_FILE]")
 }
 
+// enabled says whether any file is named: then all three must be.
 func (t *ServerTLS) enabled() bool {
 	return t.CertFile != "" || t.KeyFile != "" || t.ClientCAFile != ""
 }

@@ -189,6 +189,7 @@ func (c *cluster) migrate(ctx context.Context) error {
 	return store.Migrate(ctx)
 }
 
+// closeStore closes the store the migrations used, before the children stop.
 func (c *cluster) closeStore() {
 	if c.store != nil {
 		c.store.Close()

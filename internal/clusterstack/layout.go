@@ -34,6 +34,7 @@ func (l layout) withTemporal() map[string]string {
 		l.certs.temporalEnv())
 }
 
+// metricsAt serves a process's metrics on a loopback port of its own.
 func metricsAt(port int) map[string]string {
 	return map[string]string{"BBS_METRICS_LISTEN_ADDR": fmt.Sprintf("127.0.0.1:%d", port)}
 }

@@ -20,6 +20,7 @@ type banner struct {
 // bannerCell is a cell agent's line.
 type bannerCell struct{ id, zone, executor, log string }
 
+// render is the banner's text, as `make run` has always printed it.
 func (b banner) render() string {
 	cellLines := ""
 	for _, c := range b.cells {

@@ -38,6 +38,7 @@ func newCellProcess(self string, i, zones int, apiURL, kind, dir string) *cellPr
 	return c
 }
 
+// workDir is where the cell's instances get their directories.
 func (c *cellProcess) workDir(dir string) string { return filepath.Join(dir, "cells", c.id) }
 
 // start starts the cell, its output appended to its log.
@@ -87,6 +88,7 @@ func (s *stack) startCells(ctx context.Context) error {
 	return nil
 }
 
+// cellIDs are the ids the wait looks for among the cells' presences.
 func cellIDs(cells []*cellProcess) []string {
 	ids := make([]string, len(cells))
 	for i, c := range cells {

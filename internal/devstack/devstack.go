@@ -98,6 +98,7 @@ type stack struct {
 	banner             banner
 }
 
+// newStack makes the data directory; the parts start in start.
 func newStack(cfg Config) (*stack, error) {
 	dir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
@@ -129,6 +130,8 @@ func (s *stack) start(ctx context.Context) error {
 // onStop registers what stops a part that has started: stopAll calls them in reverse order.
 func (s *stack) onStop(stop func()) { s.stops = append(s.stops, stop) }
 
+// stopAll stops what has started, the last first: the cells before the API they report to,
+// PostgreSQL last.
 func (s *stack) stopAll() {
 	for i := len(s.stops) - 1; i >= 0; i-- {
 		s.stops[i]()

@@ -88,6 +88,7 @@ func keepFile(path string, create func() (string, error)) (string, error) {
 	return v, os.WriteFile(path, []byte(v), 0o600)
 }
 
+// newPEMKey is a new ed25519 private key in OpenSSH's PEM format.
 func newPEMKey() (string, error) {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -100,6 +101,7 @@ func newPEMKey() (string, error) {
 	return string(pem.EncodeToMemory(block)), nil
 }
 
+// newPassword is a new random password (18 bytes, URL-safe base64).
 func newPassword() (string, error) {
 	b := make([]byte, 18)
 	if _, err := rand.Read(b); err != nil {
