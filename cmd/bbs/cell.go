@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -13,117 +12,105 @@ import (
 	"github.com/updatable-lrps/bbs/bbsclient"
 	"github.com/updatable-lrps/bbs/cell"
 	"github.com/updatable-lrps/bbs/executor"
+	"github.com/updatable-lrps/bbs/internal/boot"
 	"github.com/updatable-lrps/bbs/internal/system"
 	"github.com/updatable-lrps/bbs/model"
 	"go.uber.org/zap"
 )
 
+// cellFlags are the flags of `bbs cell`, in the shape of the configuration they make.
+type cellFlags struct {
+	agent                cell.Config
+	exec                 executor.Config
+	memory, disk, count  int
+	tags, listen, apiURL string
+	kind, workDir, ports string
+}
+
+// register registers the cell's flags on the command.
+func (c *cellFlags) register(cmd *boot.Command) {
+	fs := cmd.Flags
+	host, _ := os.Hostname()
+	fs.StringVar(&c.agent.ID, "id", boot.EnvOr("BBS_CELL_ID", host), "cell id [BBS_CELL_ID]")
+	fs.StringVar(&c.agent.Zone, "zone", boot.EnvOr("BBS_CELL_ZONE", "z1"), "availability zone [BBS_CELL_ZONE]")
+	fs.IntVar(&c.memory, "memory-mb", boot.EnvInt("BBS_CELL_MEMORY_MB", 8192), "memory capacity [BBS_CELL_MEMORY_MB]")
+	fs.IntVar(&c.disk, "disk-mb", boot.EnvInt("BBS_CELL_DISK_MB", 16384), "disk capacity [BBS_CELL_DISK_MB]")
+	fs.IntVar(&c.count, "containers", boot.EnvInt("BBS_CELL_CONTAINERS", 100), "container capacity [BBS_CELL_CONTAINERS]")
+	fs.StringVar(&c.tags, "placement-tags", boot.EnvOr("BBS_CELL_PLACEMENT_TAGS", ""), "comma-separated placement tags [BBS_CELL_PLACEMENT_TAGS]")
+	fs.StringVar(&c.listen, "listen", boot.EnvOr("BBS_CELL_LISTEN_ADDR", "127.0.0.1:0"), "the cell's own API [BBS_CELL_LISTEN_ADDR]")
+	fs.StringVar(&c.agent.AdvertiseURL, "advertise-url", boot.EnvOr("BBS_CELL_ADVERTISE_URL", ""), "how others reach the cell's API, when not its listen address (e.g. https://cell-z1:1800) [BBS_CELL_ADVERTISE_URL]")
+	fs.StringVar(&c.apiURL, "api-url", boot.EnvOr("BBS_API_URL", "http://127.0.0.1:8889"), "the BBS API [BBS_API_URL]")
+	fs.StringVar(&c.kind, "executor", boot.EnvOr("BBS_CELL_EXECUTOR", "process"), "process (real local processes) or sim (simulated instances) [BBS_CELL_EXECUTOR]")
+	fs.StringVar(&c.workDir, "work-dir", boot.EnvOr("BBS_CELL_WORK_DIR", ""), "where process instances get their directories (default: a temporary directory) [BBS_CELL_WORK_DIR]")
+	fs.StringVar(&c.ports, "port-range", boot.EnvOr("BBS_CELL_PORT_RANGE", "61000-61999"), "host ports for instances, FIRST-LAST [BBS_CELL_PORT_RANGE]")
+	fs.DurationVar(&c.exec.MonitorInterval, "monitor-interval", 500*time.Millisecond, "health check interval until healthy")
+	fs.DurationVar(&c.exec.HealthyMonitorInterval, "healthy-monitor-interval", 30*time.Second, "health check interval once RUNNING")
+	fs.DurationVar(&c.agent.PollInterval, "poll-interval", 5*time.Second, "reconciliation poll interval")
+	fs.DurationVar(&c.exec.StopGracePeriod, "stop-grace", 10*time.Second, "SIGTERM → SIGKILL grace period for instances")
+	fs.DurationVar(&c.agent.EvacuationTimeout, "evacuation-timeout", 10*time.Minute, "longest drain")
+	fs.DurationVar(&c.agent.StopDrain, "stop-drain", boot.EnvDuration("BBS_CELL_STOP_DRAIN", 2*time.Second), "how long a stopped instance keeps serving after routers were told to deregister it [BBS_CELL_STOP_DRAIN]")
+}
+
 // runCellCommand runs a cell agent. SIGTERM drains it (its instances move to other cells
 // before it exits); SIGINT (Ctrl-C) stops it at once.
 func runCellCommand(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("cell", flag.ContinueOnError)
-	host, _ := os.Hostname()
-	id := fs.String("id", envOr("BBS_CELL_ID", host), "cell id [BBS_CELL_ID]")
-	zone := fs.String("zone", envOr("BBS_CELL_ZONE", "z1"), "availability zone [BBS_CELL_ZONE]")
-	memory := fs.Int("memory-mb", envInt("BBS_CELL_MEMORY_MB", 8192), "memory capacity [BBS_CELL_MEMORY_MB]")
-	disk := fs.Int("disk-mb", envInt("BBS_CELL_DISK_MB", 16384), "disk capacity [BBS_CELL_DISK_MB]")
-	containers := fs.Int("containers", envInt("BBS_CELL_CONTAINERS", 100), "container capacity [BBS_CELL_CONTAINERS]")
-	tags := fs.String("placement-tags", envOr("BBS_CELL_PLACEMENT_TAGS", ""), "comma-separated placement tags [BBS_CELL_PLACEMENT_TAGS]")
-	listenAddr := fs.String("listen", envOr("BBS_CELL_LISTEN_ADDR", "127.0.0.1:0"), "the cell's own API [BBS_CELL_LISTEN_ADDR]")
-	advertise := fs.String("advertise-url", envOr("BBS_CELL_ADVERTISE_URL", ""), "how others reach the cell's API, when not its listen address (e.g. https://cell-z1:1800) [BBS_CELL_ADVERTISE_URL]")
-	apiURL := fs.String("api-url", envOr("BBS_API_URL", "http://127.0.0.1:8889"), "the BBS API [BBS_API_URL]")
-	kind := fs.String("executor", envOr("BBS_CELL_EXECUTOR", "process"), "process (real local processes) or sim (simulated instances) [BBS_CELL_EXECUTOR]")
-	workDir := fs.String("work-dir", envOr("BBS_CELL_WORK_DIR", ""), "where process instances get their directories (default: a temporary directory) [BBS_CELL_WORK_DIR]")
-	ports := fs.String("port-range", envOr("BBS_CELL_PORT_RANGE", "61000-61999"), "host ports for instances, FIRST-LAST [BBS_CELL_PORT_RANGE]")
-	monitorEvery := fs.Duration("monitor-interval", 500*time.Millisecond, "health check interval until healthy")
-	healthyEvery := fs.Duration("healthy-monitor-interval", 30*time.Second, "health check interval once RUNNING")
-	pollEvery := fs.Duration("poll-interval", 5*time.Second, "reconciliation poll interval")
-	grace := fs.Duration("stop-grace", 10*time.Second, "SIGTERM → SIGKILL grace period for instances")
-	evacTimeout := fs.Duration("evacuation-timeout", 10*time.Minute, "longest drain")
-	stopDrain := fs.Duration("stop-drain", envDuration("BBS_CELL_STOP_DRAIN", 2*time.Second), "how long a stopped instance keeps serving after routers were told to deregister it [BBS_CELL_STOP_DRAIN]")
-	logLevel := logLevelFlag(fs)
-	var serverTLS tlsFlags
-	serverTLS.register(fs)
-	metricsOpts := registerMetrics(fs, "", &serverTLS)
-	var clientTLS clientTLSFlags
-	clientTLS.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	log, err := newLogger(*logLevel, false)
+	cmd := boot.NewCommand("cell")
+	var cf cellFlags
+	cf.register(cmd)
+	cmd.ServerTLS()
+	cmd.Metrics("")
+	cmd.PeerTLS()
+	p, err := cmd.Start(ctx, args)
 	if err != nil {
 		return err
 	}
-	defer log.Sync()
-	reg, stopMetrics, err := metricsOpts.start(log)
-	if err != nil {
-		return err
-	}
-	defer stopMetrics()
-	var first, last uint32
-	if _, err := fmt.Sscanf(*ports, "%d-%d", &first, &last); err != nil || first == 0 || last < first {
-		return fmt.Errorf("--port-range %q: want FIRST-LAST", *ports)
-	}
-	backend, skipProbe, cleanup, err := system.Backend(*kind, *workDir, 0, log)
+	defer p.Close()
+	agent, cleanup, err := cf.newAgent(p)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	// The cell runs whatever command it is handed: beyond loopback only mutual TLS will do.
-	listenTLS, err := serverTLS.serverConfig()
-	if err != nil {
-		return err
-	}
-	ln, scheme, err := system.Listen(*listenAddr, listenTLS)
-	if err != nil {
-		return err
-	}
-	apiTLS, err := clientTLS.config()
-	if err != nil {
-		return err
-	}
-	var placementTags []string
-	if *tags != "" {
-		placementTags = strings.Split(*tags, ",")
-	}
-	agent := system.NewCell(system.CellConfig{
-		Agent: cell.Config{
-			ID: *id, Zone: *zone, PlacementTags: placementTags, Listener: ln, AdvertiseScheme: scheme, AdvertiseURL: *advertise,
-			Capacity:          model.CellCapacity{MemoryMB: int32(*memory), DiskMB: int32(*disk), Containers: int32(*containers)},
-			PollInterval:      *pollEvery,
-			EvacuationTimeout: *evacTimeout,
-			StopDrain:         *stopDrain,
-		},
-		Executor: executor.Config{
-			PortRangeStart: first, PortRangeEnd: last, MonitorInterval: *monitorEvery,
-			HealthyMonitorInterval: *healthyEvery, StopGracePeriod: *grace, Log: os.Stdout, SkipPortProbe: skipProbe,
-		},
-		Backend: backend,
-		BBS:     bbsclient.New(*apiURL, apiTLS),
-		Metrics: reg,
-		Log:     log,
-	}).Agent
-
 	drain := make(chan os.Signal, 1)
 	signal.Notify(drain, syscall.SIGTERM)
 	defer signal.Stop(drain)
 	go func() {
 		select {
 		case <-drain:
-			log.Info("SIGTERM: draining")
+			p.Log.Info("SIGTERM: draining")
 			agent.Drain()
 		case <-ctx.Done():
 		}
 	}()
 	return agent.Run(ctx, func(rep string) {
-		log.Info("cell ready", zap.String("rep", rep))
+		p.Log.Info("cell ready", zap.String("rep", rep))
 	})
 }
 
-func envInt(name string, def int) int {
-	var v int
-	if _, err := fmt.Sscanf(os.Getenv(name), "%d", &v); err == nil {
-		return v
+// newAgent makes the cell agent of the flags: its executor's backend (cleanup removes what
+// it made) and its listener, which, since the cell runs whatever command it is handed,
+// requires mutual TLS beyond loopback.
+func (c *cellFlags) newAgent(p *boot.Process) (agent *cell.Agent, cleanup func(), err error) {
+	var first, last uint32
+	if _, err := fmt.Sscanf(c.ports, "%d-%d", &first, &last); err != nil || first == 0 || last < first {
+		return nil, nil, fmt.Errorf("--port-range %q: want FIRST-LAST", c.ports)
 	}
-	return def
+	backend, skipProbe, cleanup, err := system.Backend(c.kind, c.workDir, 0, p.Log)
+	if err != nil {
+		return nil, nil, err
+	}
+	ln, scheme, err := system.Listen(c.listen, p.ServerTLS)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	agentCfg := c.agent
+	agentCfg.Listener, agentCfg.AdvertiseScheme = ln, scheme
+	agentCfg.Capacity = model.CellCapacity{MemoryMB: int32(c.memory), DiskMB: int32(c.disk), Containers: int32(c.count)}
+	if c.tags != "" {
+		agentCfg.PlacementTags = strings.Split(c.tags, ",")
+	}
+	execCfg := c.exec
+	execCfg.PortRangeStart, execCfg.PortRangeEnd, execCfg.Log, execCfg.SkipPortProbe = first, last, os.Stdout, skipProbe
+	return system.NewCell(system.CellConfig{Agent: agentCfg, Executor: execCfg, Backend: backend,
+		BBS: bbsclient.New(c.apiURL, p.PeerTLS), Metrics: p.Metrics, Log: p.Log}).Agent, cleanup, nil
 }

@@ -30,8 +30,8 @@ func envOfCommand(t *testing.T, name string) map[string]bool {
 }
 
 // TestEveryVariableReadIsDocumented keeps envWithoutFlag and the flags' [NAME]s complete:
-// every variable name cmd/bbs reads (envOr, envInt, envDuration, secretFromEnv, os.Getenv)
-// is one some command declares.
+// every variable name cmd/bbs and the preamble it runs (internal/boot) read (EnvOr, EnvInt,
+// EnvDuration, SecretFromEnv, os.Getenv) is one some command declares.
 func TestEveryVariableReadIsDocumented(t *testing.T) {
 	declared := map[string]bool{}
 	for name := range commands() {
@@ -40,8 +40,10 @@ func TestEveryVariableReadIsDocumented(t *testing.T) {
 		}
 	}
 	files, _ := filepath.Glob("*.go")
-	read := regexp.MustCompile(`(?:envOr|envInt|envDuration|secretFromEnv|os\.Getenv|os\.LookupEnv)\(\s*"([A-Z][A-Z0-9_]+)"`)
-	constant := regexp.MustCompile(`(?m)^\s*env\w+\s*=\s*"([A-Z][A-Z0-9_]+)"`)
+	boot, _ := filepath.Glob("../../internal/boot/*.go")
+	files = append(files, boot...)
+	read := regexp.MustCompile(`(?:[eE]nvOr|[eE]nvInt|[eE]nvDuration|[sS]ecretFromEnv|os\.Getenv|os\.LookupEnv)\(\s*"([A-Z][A-Z0-9_]+)"`)
+	constant := regexp.MustCompile(`(?m)^\s*[eE]nv\w+\s*=\s*"([A-Z][A-Z0-9_]+)"`)
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"strings"
 
+	"github.com/updatable-lrps/bbs/internal/boot"
 	"github.com/updatable-lrps/bbs/internal/lb"
 	"github.com/updatable-lrps/bbs/internal/system"
 	"github.com/updatable-lrps/bbs/protocol"
@@ -16,64 +16,63 @@ import (
 // JSON API and one for the BBS protocol, each handing connections round robin to the
 // replicas that answer.
 func runLBCommand(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("lb", flag.ContinueOnError)
-	apiListen := fs.String("listen", envOr("BBS_LB_LISTEN_ADDR", "127.0.0.1:8889"), "the front of the JSON API [BBS_LB_LISTEN_ADDR]")
-	apiBackends := fs.String("backends", envOr("BBS_LB_BACKENDS", ""), "the API replicas' JSON API addresses, host:port,host:port [BBS_LB_BACKENDS]")
-	protocolListen := fs.String("bbs-listen", envOr("BBS_LB_PROTOCOL_LISTEN_ADDR", "127.0.0.1:8890"), "the front of the BBS protocol; empty: none [BBS_LB_PROTOCOL_LISTEN_ADDR]")
-	protocolBackends := fs.String("bbs-backends", envOr("BBS_LB_PROTOCOL_BACKENDS", ""), "the API replicas' BBS-protocol addresses [BBS_LB_PROTOCOL_BACKENDS]")
-	logLevel := logLevelFlag(fs)
-	var serverTLS tlsFlags
-	serverTLS.register(fs)
-	metricsOpts := registerMetrics(fs, lbMetricsAddr, &serverTLS)
-	var backendTLS clientTLSFlags
-	backendTLS.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	log, err := newLogger(*logLevel, false)
+	cmd := boot.NewCommand("lb")
+	fs := cmd.Flags
+	apiListen := fs.String("listen", boot.EnvOr("BBS_LB_LISTEN_ADDR", "127.0.0.1:8889"), "the front of the JSON API [BBS_LB_LISTEN_ADDR]")
+	apiBackends := fs.String("backends", boot.EnvOr("BBS_LB_BACKENDS", ""), "the API replicas' JSON API addresses, host:port,host:port [BBS_LB_BACKENDS]")
+	protocolListen := fs.String("bbs-listen", boot.EnvOr("BBS_LB_PROTOCOL_LISTEN_ADDR", "127.0.0.1:8890"), "the front of the BBS protocol; empty: none [BBS_LB_PROTOCOL_LISTEN_ADDR]")
+	protocolBackends := fs.String("bbs-backends", boot.EnvOr("BBS_LB_PROTOCOL_BACKENDS", ""), "the API replicas' BBS-protocol addresses [BBS_LB_PROTOCOL_BACKENDS]")
+	cmd.ServerTLS()
+	cmd.Metrics(lbMetricsAddr)
+	cmd.PeerTLS()
+	cmd.Check(func() error {
+		if *apiBackends == "" {
+			return errors.New("--backends (BBS_LB_BACKENDS) is empty")
+		}
+		return nil
+	})
+	p, err := cmd.Start(ctx, args)
 	if err != nil {
 		return err
 	}
-	defer log.Sync()
-	if *apiBackends == "" {
-		return errors.New("--backends (BBS_LB_BACKENDS) is empty")
-	}
-	listenTLS, err := serverTLS.serverConfig()
-	if err != nil {
-		return err
-	}
-	dialTLS, err := backendTLS.config()
-	if err != nil {
-		return err
-	}
-	if (listenTLS == nil) != (dialTLS == nil) {
+	defer p.Close()
+	if (p.ServerTLS == nil) != (p.PeerTLS == nil) {
 		// Terminating TLS and passing plain text on (or the reverse) would expose the API.
 		return errors.New("mutual TLS on one side only: set both the BBS_TLS_* files (clients) and the BBS_PEER_CA_FILE/BBS_CLIENT_* files (replicas), or neither")
 	}
-	_, stopMetrics, err := metricsOpts.start(log)
+	fronts, err := listenFronts(p, *apiListen, *apiBackends, *protocolListen, *protocolBackends)
 	if err != nil {
 		return err
 	}
-	defer stopMetrics()
-	fronts := []*lb.Front{}
-	ln, _, err := system.Listen(*apiListen, listenTLS)
+	return serveFronts(ctx, fronts, p.Log)
+}
+
+// listenFronts listens for the JSON API's front and, unless protocolListen is empty, the BBS
+// protocol's, with the replicas each hands connections to.
+func listenFronts(p *boot.Process, apiListen, apiBackends, protocolListen, protocolBackends string) ([]*lb.Front, error) {
+	ln, _, err := system.Listen(apiListen, p.ServerTLS)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	fronts = append(fronts, &lb.Front{Name: "api", Listener: ln, Backends: splitList(*apiBackends), BackendTLS: dialTLS, Log: log})
-	if *protocolListen != "" {
-		if *protocolBackends == "" {
-			ln.Close()
-			return errors.New("--bbs-backends (BBS_LB_PROTOCOL_BACKENDS) is empty; set --bbs-listen empty for no BBS-protocol front")
-		}
-		pln, _, err := system.Listen(*protocolListen, protocol.TLSConfig(listenTLS))
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		fronts = append(fronts, &lb.Front{Name: "bbs-protocol", Listener: pln, Backends: splitList(*protocolBackends), BackendTLS: dialTLS, Log: log})
+	fronts := []*lb.Front{{Name: "api", Listener: ln, Backends: splitList(apiBackends), BackendTLS: p.PeerTLS, Log: p.Log}}
+	if protocolListen == "" {
+		return fronts, nil
 	}
-	// One front failing stops the other: the process is one unit to supervise.
+	if protocolBackends == "" {
+		ln.Close()
+		return nil, errors.New("--bbs-backends (BBS_LB_PROTOCOL_BACKENDS) is empty; set --bbs-listen empty for no BBS-protocol front")
+	}
+	pln, _, err := system.Listen(protocolListen, protocol.TLSConfig(p.ServerTLS))
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return append(fronts, &lb.Front{Name: "bbs-protocol", Listener: pln, Backends: splitList(protocolBackends), BackendTLS: p.PeerTLS, Log: p.Log}), nil
+}
+
+// serveFronts serves the fronts until ctx is done. One front failing stops the other: the
+// process is one unit to supervise.
+func serveFronts(ctx context.Context, fronts []*lb.Front, log *zap.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make(chan error, len(fronts))

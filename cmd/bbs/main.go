@@ -18,8 +18,6 @@ import (
 	"syscall"
 
 	"github.com/updatable-lrps/bbs/internal/gctune"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
 
 const usage = `usage: bbs <command> [flags]
@@ -105,19 +103,4 @@ var envWithoutFlag = map[string][]string{
 	"dev":       {"DATABASE_URL", "DATABASE_URL_FILE", "BBS_DB_JIT", "BBS_DB_STATEMENT_CACHE"},
 	"ssh-proxy": {"BBS_SSH_PROXY_PASSWORD", "BBS_SSH_PROXY_PASSWORD_FILE", "BBS_SSH_PROXY_HOST_KEY", "BBS_SSH_PROXY_HOST_KEY_FILE"},
 	"sshd":      {"SSHD_HOST_KEY", "SSHD_HOST_KEY_FILE", "SSHD_AUTHORIZED_KEY", "SSHD_AUTHORIZED_KEY_FILE", "CF_INSTANCE_IP", "CF_INSTANCE_PORTS"},
-}
-
-// newLogger builds the process's one logger: JSON for services, console for the dev mode.
-func newLogger(level string, console bool) (*zap.Logger, error) {
-	lvl, err := zapcore.ParseLevel(level)
-	if err != nil {
-		return nil, fmt.Errorf("log level: %w", err)
-	}
-	cfg := zap.NewProductionConfig()
-	if console {
-		cfg = zap.NewDevelopmentConfig()
-		cfg.DisableStacktrace = true
-	}
-	cfg.Level = zap.NewAtomicLevelAt(lvl)
-	return cfg.Build()
 }

@@ -39,52 +39,71 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, mode string, args []string) (bool, error) {
+// options are the flags of both modes.
+type options struct {
+	bbs, temporal, dir, demo, trials, faults string
+	short                                    bool
+	duration, faultEvery                     time.Duration
+	lrps, cells                              int
+	seed                                     uint64
+}
+
+// parseOptions parses mode's flags, names the binaries absolutely, and takes the soak's
+// duration from SOAK_DURATION when it is set.
+func parseOptions(mode string, args []string) (options, error) {
+	var o options
 	fs := flag.NewFlagSet(mode, flag.ContinueOnError)
-	bbs := fs.String("bbs", "bin/bbs", "the bbs binary")
-	temporal := fs.String("temporal-server-bin", "bin/temporal-server", "the real Temporal server")
-	dir := fs.String("dir", "", "the cluster's data directory, kept afterwards (default: a temporary one, removed)")
-	demo := fs.String("demoapp", "bin/demoapp", "matrix: cmd/demoapp's binary, the apps' instances")
-	trials := fs.String("trials", "", `matrix: the trials, faults of a trial joined by "+" (default: every fault alone, then every pair; faults: api leader cell temporal postgres)`)
-	short := fs.Bool("short", false, "matrix: only the short form's trials (the one inside make test)")
-	duration := fs.Duration("duration", 10*time.Minute, "soak: how long the workload runs [SOAK_DURATION]")
-	lrps := fs.Int("lrps", 200, "soak: LRPs kept desired")
-	cells := fs.Int("cells", 8, "soak: sim cells")
-	faultEvery := fs.Duration("fault-every", 30*time.Second, "soak: mean time between faults")
-	seed := fs.Uint64("seed", 0, "soak: the random seed (0: a random one, printed)")
-	faults := fs.String("faults", "", "soak: the faults to draw from, comma-separated (default: all of api,leader,cell,temporal,postgres)")
+	fs.StringVar(&o.bbs, "bbs", "bin/bbs", "the bbs binary")
+	fs.StringVar(&o.temporal, "temporal-server-bin", "bin/temporal-server", "the real Temporal server")
+	fs.StringVar(&o.dir, "dir", "", "the cluster's data directory, kept afterwards (default: a temporary one, removed)")
+	fs.StringVar(&o.demo, "demoapp", "bin/demoapp", "matrix: cmd/demoapp's binary, the apps' instances")
+	fs.StringVar(&o.trials, "trials", "", `matrix: the trials, faults of a trial joined by "+" (default: every fault alone, then every pair; faults: api leader cell temporal postgres)`)
+	fs.BoolVar(&o.short, "short", false, "matrix: only the short form's trials (the one inside make test)")
+	fs.DurationVar(&o.duration, "duration", 10*time.Minute, "soak: how long the workload runs [SOAK_DURATION]")
+	fs.IntVar(&o.lrps, "lrps", 200, "soak: LRPs kept desired")
+	fs.IntVar(&o.cells, "cells", 8, "soak: sim cells")
+	fs.DurationVar(&o.faultEvery, "fault-every", 30*time.Second, "soak: mean time between faults")
+	fs.Uint64Var(&o.seed, "seed", 0, "soak: the random seed (0: a random one, printed)")
+	fs.StringVar(&o.faults, "faults", "", "soak: the faults to draw from, comma-separated (default: all of api,leader,cell,temporal,postgres)")
 	if err := fs.Parse(args); err != nil {
-		return false, err
+		return o, err
 	}
 	// Instances run in directories of their own: the demo app must be named absolutely.
-	for _, path := range []*string{bbs, temporal, demo} {
+	for _, path := range []*string{&o.bbs, &o.temporal, &o.demo} {
 		abs, err := filepath.Abs(*path)
 		if err != nil {
-			return false, err
+			return o, err
 		}
 		*path = abs
 	}
 	if v := os.Getenv("SOAK_DURATION"); v != "" && mode == "soak" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
-			return false, fmt.Errorf("SOAK_DURATION: %w", err)
+			return o, fmt.Errorf("SOAK_DURATION: %w", err)
 		}
-		*duration = d
+		o.duration = d
 	}
-	if *dir == "" {
+	return o, nil
+}
+
+// run starts the cluster (in a temporary directory unless --dir), runs the matrix or the
+// soak against it, prints the outcome, and says whether everything that should be zero was.
+func run(ctx context.Context, mode string, args []string) (bool, error) {
+	o, err := parseOptions(mode, args)
+	if err != nil {
+		return false, err
+	}
+	if o.dir == "" {
 		tmp, err := os.MkdirTemp("", "bbs-chaos-")
 		if err != nil {
 			return false, err
 		}
 		defer os.RemoveAll(tmp)
-		*dir = tmp
+		o.dir = tmp
 	}
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
-	}
-	cfg := chaos.Config{BBS: *bbs, TemporalServer: *temporal, Dir: *dir, Logf: logf}
+	cfg := chaos.Config{BBS: o.bbs, TemporalServer: o.temporal, Dir: o.dir, Logf: logf}
 	if mode == "soak" {
-		cfg.CellExecutor, cfg.Cells = "sim", *cells
+		cfg.CellExecutor, cfg.Cells = "sim", o.cells
 	}
 	c, err := chaos.Start(ctx, cfg)
 	if err != nil {
@@ -96,25 +115,40 @@ func run(ctx context.Context, mode string, args []string) (bool, error) {
 		}
 	}()
 	if mode == "soak" {
-		sc := chaos.SoakConfig{Duration: *duration, LRPs: *lrps, FaultEvery: *faultEvery, Seed: *seed, Progress: os.Stderr}
-		if *faults != "" {
-			sc.Faults = strings.Split(*faults, ",")
-		}
-		r := chaos.Soak(ctx, c, sc)
-		chaos.WriteSoak(os.Stdout, r)
-		return r.Violations() == 0 && len(r.Problems) == 0, nil
+		return soak(ctx, c, o), nil
 	}
+	return matrix(ctx, c, o)
+}
+
+// logf logs progress on standard error, the outcome going to standard output.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
+}
+
+// soak runs the soak and prints its figures.
+func soak(ctx context.Context, c *chaos.Cluster, o options) bool {
+	sc := chaos.SoakConfig{Duration: o.duration, LRPs: o.lrps, FaultEvery: o.faultEvery, Seed: o.seed, Progress: os.Stderr}
+	if o.faults != "" {
+		sc.Faults = strings.Split(o.faults, ",")
+	}
+	r := chaos.Soak(ctx, c, sc)
+	chaos.WriteSoak(os.Stdout, r)
+	return r.Violations() == 0 && len(r.Problems) == 0
+}
+
+// matrix runs the trials one after another and prints the table of their outcomes.
+func matrix(ctx context.Context, c *chaos.Cluster, o options) (bool, error) {
 	plan := chaos.MatrixFull()
 	switch {
-	case *trials != "":
+	case o.trials != "":
 		plan = nil
-		for _, t := range strings.Fields(*trials) {
+		for _, t := range strings.Fields(o.trials) {
 			plan = append(plan, strings.Split(t, "+"))
 		}
-	case *short:
+	case o.short:
 		plan = chaos.MatrixShort
 	}
-	m, err := chaos.NewMatrix(ctx, c, *demo)
+	m, err := chaos.NewMatrix(ctx, c, o.demo)
 	if err != nil {
 		return false, err
 	}
@@ -126,10 +160,10 @@ func run(ctx context.Context, mode string, args []string) (bool, error) {
 			break
 		}
 		began := time.Now()
-		o := m.Run(ctx, faults)
-		logf("%s: %s in %s", o.Faults, map[bool]string{true: "ok", false: "FAILED"}[o.OK()], time.Since(began).Round(time.Second))
-		outcomes = append(outcomes, o)
-		ok = ok && o.OK()
+		out := m.Run(ctx, faults)
+		logf("%s: %s in %s", out.Faults, map[bool]string{true: "ok", false: "FAILED"}[out.OK()], time.Since(began).Round(time.Second))
+		outcomes = append(outcomes, out)
+		ok = ok && out.OK()
 	}
 	chaos.WriteTable(os.Stdout, outcomes)
 	return ok, nil

@@ -29,66 +29,79 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout))
 }
 
-func run(args []string, out io.Writer) (code int) {
+// options are the demo's flags.
+type options struct {
+	apiURL, routerURL, statsURL, host, guid string
+	instances, rate, concurrency            int
+	steady, settle, timeout                 time.Duration
+	appBin, bbsBin, temporalBin, dataDir    string
+	start                                   bool
+}
+
+// parseOptions parses the flags (the flag set says what is wrong with them), naming the
+// binaries and the data directory absolutely.
+func parseOptions(args []string) (options, error) {
+	var o options
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	apiURL := fs.String("api", "http://127.0.0.1:8889", "the BBS API")
-	routerURL := fs.String("router", "http://127.0.0.1:8080", "the router (apps by Host header)")
-	statsURL := fs.String("router-stats", "http://127.0.0.1:8081/stats", "the router's stats")
-	host := fs.String("host", "demo.bbs.local", "the demo app's route (Host header)")
-	guid := fs.String("process-guid", "demo-app", "the demo LRP's process guid (removed first if it exists)")
-	instances := fs.Int("instances", 4, "instances of the demo app")
-	rate := fs.Int("rate", 200, "requests per second through the router")
-	concurrency := fs.Int("concurrency", 16, "requests in flight at most")
-	steady := fs.Duration("steady", 5*time.Second, "how long the baseline phase lasts")
-	settle := fs.Duration("settle", 3*time.Second, "load kept on each phase after it is done, to catch late failures")
-	timeout := fs.Duration("timeout", 3*time.Minute, "how long to wait for any one step")
-	appBin := fs.String("app", "bin/demoapp", "the demo app's binary (go build -o bin/demoapp ./cmd/demoapp)")
-	start := fs.Bool("start", true, "start `bbs dev` if the API does not answer (and stop it at the end)")
-	bbsBin := fs.String("bbs-bin", "bin/bbs", "the bbs binary, for --start")
-	temporalBin := fs.String("temporal-bin", defaultTemporalBin(), "the temporal CLI, for --start [TEMPORAL_BIN]")
-	dataDir := fs.String("data-dir", ".data/demo", "state of the system --start runs: apart from make run's, which is directly under .data")
+	fs.StringVar(&o.apiURL, "api", "http://127.0.0.1:8889", "the BBS API")
+	fs.StringVar(&o.routerURL, "router", "http://127.0.0.1:8080", "the router (apps by Host header)")
+	fs.StringVar(&o.statsURL, "router-stats", "http://127.0.0.1:8081/stats", "the router's stats")
+	fs.StringVar(&o.host, "host", "demo.bbs.local", "the demo app's route (Host header)")
+	fs.StringVar(&o.guid, "process-guid", "demo-app", "the demo LRP's process guid (removed first if it exists)")
+	fs.IntVar(&o.instances, "instances", 4, "instances of the demo app")
+	fs.IntVar(&o.rate, "rate", 200, "requests per second through the router")
+	fs.IntVar(&o.concurrency, "concurrency", 16, "requests in flight at most")
+	fs.DurationVar(&o.steady, "steady", 5*time.Second, "how long the baseline phase lasts")
+	fs.DurationVar(&o.settle, "settle", 3*time.Second, "load kept on each phase after it is done, to catch late failures")
+	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for any one step")
+	fs.StringVar(&o.appBin, "app", "bin/demoapp", "the demo app's binary (go build -o bin/demoapp ./cmd/demoapp)")
+	fs.BoolVar(&o.start, "start", true, "start `bbs dev` if the API does not answer (and stop it at the end)")
+	fs.StringVar(&o.bbsBin, "bbs-bin", "bin/bbs", "the bbs binary, for --start")
+	fs.StringVar(&o.temporalBin, "temporal-bin", defaultTemporalBin(), "the temporal CLI, for --start [TEMPORAL_BIN]")
+	fs.StringVar(&o.dataDir, "data-dir", ".data/demo", "state of the system --start runs: apart from make run's, which is directly under .data")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return o, err
 	}
-	if *instances < 1 || *rate < 1 || *concurrency < 1 {
-		fmt.Fprintln(os.Stderr, "demo: --instances, --rate and --concurrency must be at least 1")
-		return 2
-	}
-	for _, p := range []*string{appBin, bbsBin, temporalBin, dataDir} {
+	for _, p := range []*string{&o.appBin, &o.bbsBin, &o.temporalBin, &o.dataDir} {
 		if abs, err := filepath.Abs(*p); err == nil && *p != "" {
 			*p = abs
 		}
 	}
+	return o, nil
+}
 
-	// The first Ctrl-C winds the demo down (its clean-up runs); a second one stops it at once,
-	// and with it the bbs dev it started, which runs in a process group of its own.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+// check says what is wrong with the options the flags allow.
+func (o options) check() error {
+	if o.instances < 1 || o.rate < 1 || o.concurrency < 1 {
+		return errors.New("--instances, --rate and --concurrency must be at least 1")
+	}
+	return nil
+}
+
+// run is the demo, its exit status returned: 2 for bad flags, 1 for a failure.
+func run(args []string, out io.Writer) (code int) {
+	o, err := parseOptions(args)
+	if err != nil {
+		return 2
+	}
+	if err := o.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		return 2
+	}
 	var started atomic.Pointer[devSystem]
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-sigs
-		cancel()
-		<-sigs
-		if sys := started.Load(); sys != nil {
-			syscall.Kill(-sys.cmd.Process.Pid, syscall.SIGINT)
-		}
-		os.Exit(130)
-	}()
-
+	ctx, cancel := interruptible(&started)
+	defer cancel()
 	began := time.Now()
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(out, "[%6.1fs] %s\n", time.Since(began).Seconds(), fmt.Sprintf(format, args...))
 	}
-	if st, err := os.Stat(*appBin); err != nil || st.IsDir() {
-		fmt.Fprintf(os.Stderr, "demo: no demo app at %s: build it with `go build -o bin/demoapp ./cmd/demoapp` (make demo does)\n", *appBin)
+	if st, err := os.Stat(o.appBin); err != nil || st.IsDir() {
+		fmt.Fprintf(os.Stderr, "demo: no demo app at %s: build it with `go build -o bin/demoapp ./cmd/demoapp` (make demo does)\n", o.appBin)
 		return 1
 	}
-
-	api := bbsclient.New(*apiURL, nil)
-	sys, err := ensureSystem(ctx, api, *start, startConfig{bbsBin: *bbsBin, temporalBin: *temporalBin, dataDir: *dataDir,
-		apiURL: *apiURL, routerURL: *routerURL, statsURL: *statsURL}, logf)
+	api := bbsclient.New(o.apiURL, nil)
+	sys, err := ensureSystem(ctx, api, o.start, startConfig{bbsBin: o.bbsBin, temporalBin: o.temporalBin, dataDir: o.dataDir,
+		apiURL: o.apiURL, routerURL: o.routerURL, statsURL: o.statsURL}, logf)
 	if sys != nil {
 		started.Store(sys)
 		defer func() {
@@ -103,14 +116,38 @@ func run(args []string, out io.Writer) (code int) {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		return 1
 	}
+	return runDemo(ctx, o, api, out, began)
+}
 
+// interruptible is the demo's context: the first Ctrl-C winds the demo down (its clean-up
+// runs); a second one stops it at once, and with it the bbs dev it started, which runs in
+// a process group of its own.
+func interruptible(started *atomic.Pointer[devSystem]) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		cancel()
+		<-sigs
+		if sys := started.Load(); sys != nil {
+			syscall.Kill(-sys.cmd.Process.Pid, syscall.SIGINT)
+		}
+		os.Exit(130)
+	}()
+	return ctx, cancel
+}
+
+// runDemo walks the phases against the system, prints the report, cleans up, and returns
+// the exit status: 1 if a phase failed or a request failed on the rolling path.
+func runDemo(ctx context.Context, o options, api *bbsclient.Client, out io.Writer, began time.Time) int {
 	d := &demo{
-		api: api, statsURL: *statsURL, stats: &http.Client{Timeout: 5 * time.Second},
-		guid: *guid, domain: "cf-apps", host: *host, instances: *instances, appBin: *appBin,
-		steady: *steady, settle: *settle, timeout: *timeout,
+		api: api, statsURL: o.statsURL, stats: &http.Client{Timeout: 5 * time.Second},
+		guid: o.guid, domain: "cf-apps", host: o.host, instances: o.instances, appBin: o.appBin,
+		steady: o.steady, settle: o.settle, timeout: o.timeout,
 		rec: &recorder{}, out: out, began: began,
 	}
-	load := loadConfig{routerURL: *routerURL, host: *host, rate: *rate, concurrency: *concurrency, timeout: 5 * time.Second}
+	load := loadConfig{routerURL: o.routerURL, host: o.host, rate: o.rate, concurrency: o.concurrency, timeout: 5 * time.Second}
 	runErr := d.run(ctx, load)
 
 	fmt.Fprintln(out)

@@ -1,4 +1,4 @@
-package main
+package devstack
 
 import (
 	"context"
@@ -9,27 +9,22 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
-	"time"
 
-	"go.uber.org/zap"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/updatable-lrps/bbs/bbsclient"
+	"github.com/updatable-lrps/bbs/internal/boot"
 	"github.com/updatable-lrps/bbs/internal/system"
 	"github.com/updatable-lrps/bbs/sshproxy"
-	"github.com/updatable-lrps/bbs/tpswatcher"
 )
 
-// devSSH is the dev mode's ssh material, made at the first start under <data>/ssh and kept:
+// devSSH is the dev stack's ssh material, made at the first start under <data>/ssh and kept:
 // the proxy's host key and password, and the key pair a demo LRP's daemons and the proxy
-// share (Cloud Controller makes one per app; the dev mode one for every LRP it suggests).
+// share (Cloud Controller makes one per app; the dev stack one for every LRP it suggests).
 type devSSH struct {
 	dir          string
 	proxyHostKey ssh.Signer
@@ -46,7 +41,7 @@ func (d *devSSH) PasswordFile() string { return filepath.Join(d.dir, "proxy_pass
 // DemoLRPFile is a desire request for the demo app with ssh enabled.
 func (d *devSSH) DemoLRPFile() string { return filepath.Join(d.dir, "demo-lrp.json") }
 
-// loadDevSSH reads the dev mode's ssh material from dir, making what is missing.
+// loadDevSSH reads the dev stack's ssh material from dir, making what is missing.
 func loadDevSSH(dir string) (*devSSH, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -93,6 +88,7 @@ func keepFile(path string, create func() (string, error)) (string, error) {
 	return v, os.WriteFile(path, []byte(v), 0o600)
 }
 
+// newPEMKey is a new ed25519 private key in OpenSSH's PEM format.
 func newPEMKey() (string, error) {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -105,6 +101,7 @@ func newPEMKey() (string, error) {
 	return string(pem.EncodeToMemory(block)), nil
 }
 
+// newPassword is a new random password (18 bytes, URL-safe base64).
 func newPassword() (string, error) {
 	b := make([]byte, 18)
 	if _, err := rand.Read(b); err != nil {
@@ -135,8 +132,8 @@ func (d *devSSH) writeDemoLRP(bbsBin, demoBin string) error {
 		"action": obj{"codependent": obj{"actions": []obj{
 			{"run": obj{"path": demoBin}},
 			{"run": obj{"path": bbsBin, "args": []string{"sshd", "--port", "2222"}, "env": []obj{
-				{"name": envSSHDHostKey, "value": d.instancePEM},
-				{"name": envSSHDAuthorizedKey, "value": string(ssh.MarshalAuthorizedKey(d.proxyKey.PublicKey()))},
+				{"name": boot.EnvSSHDHostKey, "value": d.instancePEM},
+				{"name": boot.EnvSSHDAuthorizedKey, "value": string(ssh.MarshalAuthorizedKey(d.proxyKey.PublicKey()))},
 			}}},
 		}}},
 		"check_definition": obj{"checks": []obj{{"http_check": obj{"port": 8080, "path": "/health"}}}},
@@ -148,93 +145,44 @@ func (d *devSSH) writeDemoLRP(bbsBin, demoBin string) error {
 	return os.WriteFile(d.DemoLRPFile(), b, 0o600)
 }
 
-// devCC is a stand-in for Cloud Controller's internal API: it logs what the tps-watcher
-// reports, one line per request, to a file, and answers 200.
-type devCC struct {
-	srv  *http.Server
-	URL  string
-	file string
-}
-
-func startDevCC(logFile string, log *zap.Logger) (*devCC, error) {
-	f, err := os.OpenFile(logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return nil, err
+// startSSHProxy starts the dev stack's ssh proxy (none when Config.SSHProxyAddr is empty)
+// with the keys and password under <data>/ssh, and writes the demo LRP with ssh beside
+// them. The banner's line names the password's file, not the password.
+func (s *stack) startSSHProxy(ctx context.Context) error {
+	if s.cfg.SSHProxyAddr == "" {
+		s.banner.ssh = "not started (--ssh-proxy-listen is empty)"
+		return nil
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	keys, err := loadDevSSH(filepath.Join(s.dir, "ssh"))
 	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	var mu sync.Mutex
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		mu.Lock()
-		fmt.Fprintf(f, "%s %s %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), r.Method, r.URL.Path, body)
-		mu.Unlock()
-	})}
-	srv.RegisterOnShutdown(func() { f.Close() })
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("stand-in Cloud Controller", zap.Error(err))
-		}
-	}()
-	return &devCC{srv: srv, URL: "http://" + ln.Addr().String(), file: logFile}, nil
-}
-
-func (c *devCC) stop() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	c.srv.Shutdown(ctx)
-}
-
-// startDevSSHProxy starts the dev mode's ssh proxy (nil when addr is empty) with the keys
-// and password under <data>/ssh, writes the demo LRP with ssh beside them, and returns the
-// banner's line, which names the password's file, not the password.
-func startDevSSHProxy(ctx context.Context, addr, dir, shownDir, apiURL string, log *zap.Logger) (string, *system.SSHProxy, error) {
-	if addr == "" {
-		return "not started (--ssh-proxy-listen is empty)", nil, nil
-	}
-	keys, err := loadDevSSH(filepath.Join(dir, "ssh"))
-	if err != nil {
-		return "", nil, err
+		return err
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return "", nil, err
+		return err
 	}
 	cwd, _ := os.Getwd()
 	if err := keys.writeDemoLRP(self, filepath.Join(cwd, "bin", "demoapp")); err != nil {
-		return "", nil, err
+		return err
 	}
-	p, err := system.StartSSHProxy(ctx, system.SSHProxyConfig{Listen: addr, Proxy: sshproxy.Config{
-		HostKey: keys.proxyHostKey, Password: []byte(keys.password), BBS: bbsclient.New(apiURL, nil),
-		Log: log.Named("ssh-proxy"),
+	p, err := system.StartSSHProxy(ctx, system.SSHProxyConfig{Listen: s.cfg.SSHProxyAddr, Proxy: sshproxy.Config{
+		HostKey: keys.proxyHostKey, Password: []byte(keys.password), BBS: bbsclient.New(s.api.URL(), nil),
+		Log: s.log.Named("ssh-proxy"),
 	}})
 	if err != nil {
-		return "", nil, err
+		return err
 	}
-	host, port, _ := net.SplitHostPort(p.Addr)
-	shown := filepath.Join(shownDir, "ssh")
-	return fmt.Sprintf("ssh -p %s diego:<process_guid>/<index>@%s  (password in %s; an LRP with ssh: %s)",
-		port, host, filepath.Join(shown, "proxy_password"), filepath.Join(shown, "demo-lrp.json")), p, nil
+	s.onStop(func() {
+		s.log.Info("stopping the ssh proxy")
+		p.Stop()
+	})
+	s.banner.ssh = sshLine(p.Addr, s.shown("ssh"))
+	return nil
 }
 
-// startDevTPSWatcher starts the tps-watcher, reporting to ccURL or to a stand-in Cloud
-// Controller that logs the reports to <data>/cc.log.
-func startDevTPSWatcher(ctx context.Context, ccURL, dir, shownDir, apiURL string, log *zap.Logger) (string, func(), error) {
-	stopCC := func() {}
-	line := "reports crashes to " + ccURL
-	if ccURL == "" {
-		cc, err := startDevCC(filepath.Join(dir, "cc.log"), log)
-		if err != nil {
-			return "", nil, err
-		}
-		ccURL, stopCC = cc.URL, cc.stop
-		line = fmt.Sprintf("reports crashes to a stand-in Cloud Controller that logs them to %s (--tps-cc-url for a real one)",
-			filepath.Join(shownDir, "cc.log"))
-	}
-	w := system.StartTPSWatcher(ctx, system.TPSWatcherConfig{BBS: bbsclient.New(apiURL, nil),
-		CC: tpswatcher.NewCCClient(ccURL, nil), Log: log})
-	return line, func() { w.Stop(); stopCC() }, nil
+// sshLine is the banner's line on logging in through the proxy at addr.
+func sshLine(addr, shownSSHDir string) string {
+	host, port, _ := net.SplitHostPort(addr)
+	return fmt.Sprintf("ssh -p %s diego:<process_guid>/<index>@%s  (password in %s; an LRP with ssh: %s)",
+		port, host, filepath.Join(shownSSHDir, "proxy_password"), filepath.Join(shownSSHDir, "demo-lrp.json"))
 }

@@ -1,9 +1,10 @@
-package main
+package clusterstack
 
 import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"github.com/updatable-lrps/bbs/internal/boot"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 // files' paths; no key ever travels on a command line or in a log.
 type clusterCerts struct{ dir string }
 
+// file is the path of the certificate or key name.
 func (c clusterCerts) file(name string) string { return filepath.Join(c.dir, name) }
 
 // makeClusterCerts runs deploy/gen-certs.sh (embedded in the binary) into dir, which leaves
@@ -47,40 +49,40 @@ func makeClusterCerts(ctx context.Context, dir string) (clusterCerts, string, er
 	return clusterCerts{dir: dir}, strings.TrimSpace(string(out)), nil
 }
 
-// serverEnv makes a bbs process's listeners require mutual TLS (tlsFlags).
+// serverEnv makes a bbs process's listeners require mutual TLS (boot.ServerTLS).
 func (c clusterCerts) serverEnv() map[string]string {
 	return map[string]string{"BBS_TLS_CERT_FILE": c.file("server.crt"), "BBS_TLS_KEY_FILE": c.file("server.key"),
 		"BBS_TLS_CLIENT_CA_FILE": c.file("ca.crt")}
 }
 
 // peerEnv is what a bbs process presents and trusts when it calls the front, an API replica
-// or a cell (clientTLSFlags).
+// or a cell (boot.ClientTLS).
 func (c clusterCerts) peerEnv() map[string]string {
 	return map[string]string{"BBS_PEER_CA_FILE": c.file("ca.crt"), "BBS_CLIENT_CERT_FILE": c.file("client.crt"),
 		"BBS_CLIENT_KEY_FILE": c.file("client.key")}
 }
 
 // temporalClient is what a client of the Temporal frontend presents and trusts.
-func (c clusterCerts) temporalClient() clientTLSFlags {
-	return clientTLSFlags{caFile: c.file("ca.crt"), certFile: c.file("client.crt"), keyFile: c.file("client.key")}
+func (c clusterCerts) temporalClient() boot.ClientTLS {
+	return boot.ClientTLS{CAFile: c.file("ca.crt"), CertFile: c.file("client.crt"), KeyFile: c.file("client.key")}
 }
 
-// temporalEnv gives a bbs process temporalClient (temporalFlags).
+// temporalEnv gives a bbs process temporalClient (its --temporal-tls-* flags).
 func (c clusterCerts) temporalEnv() map[string]string {
 	t := c.temporalClient()
-	return map[string]string{"TEMPORAL_TLS_CA": t.caFile, "TEMPORAL_TLS_CERT": t.certFile, "TEMPORAL_TLS_KEY": t.keyFile}
+	return map[string]string{"TEMPORAL_TLS_CA": t.CAFile, "TEMPORAL_TLS_CERT": t.CertFile, "TEMPORAL_TLS_KEY": t.KeyFile}
 }
 
 // temporalTLS is temporalClient for our own calls (the namespace's set-up).
 func (c clusterCerts) temporalTLS() (*tls.Config, error) {
 	t := c.temporalClient()
-	return t.config()
+	return t.Config()
 }
 
 // temporalUIArgs are the Web UI's flags for reaching the frontend.
 func (c clusterCerts) temporalUIArgs() []string {
 	t := c.temporalClient()
-	return []string{"--tls-ca", t.caFile, "--tls-cert", t.certFile, "--tls-key", t.keyFile}
+	return []string{"--tls-ca", t.CAFile, "--tls-cert", t.CertFile, "--tls-key", t.KeyFile}
 }
 
 // temporalServerTLS is the global.tls section of the Temporal server's configuration: its
@@ -104,13 +106,5 @@ func (c clusterCerts) temporalServerTLS() string {
       keyFile: %q
       client:
         rootCaFiles: [%q]
-`, t.certFile, t.keyFile, t.caFile)
-}
-
-// howToCall is the banner's lines on calling the cluster with its client certificate, the
-// files named under shown (the directory as the operator named it).
-func howToCall(shown, frontURL, temporalAddr string) string {
-	return fmt.Sprintf(`curl --cacert %[1]s --cert %[2]s --key %[3]s -XPOST %[4]s/v1/ping
-                temporal workflow list --address %[5]s --tls-ca-path %[1]s --tls-cert-path %[2]s --tls-key-path %[3]s`,
-		filepath.Join(shown, "ca.crt"), filepath.Join(shown, "client.crt"), filepath.Join(shown, "client.key"), frontURL, temporalAddr)
+`, t.CertFile, t.KeyFile, t.CAFile)
 }

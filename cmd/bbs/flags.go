@@ -1,0 +1,69 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/updatable-lrps/bbs/internal/boot"
+	"github.com/updatable-lrps/bbs/internal/system"
+	"github.com/updatable-lrps/bbs/workflows"
+)
+
+// temporalFlags say where the Temporal frontend is and, when it requires mutual TLS, what
+// to present to it. The variables are the ones the temporal CLI reads, so that one
+// environment configures both.
+type temporalFlags struct {
+	address, namespace string
+	tls                boot.ClientTLS
+	compression        string
+}
+
+// register registers the --temporal-* flags on fs.
+func (t *temporalFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&t.address, "temporal-address", boot.EnvOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port [TEMPORAL_ADDRESS]")
+	fs.StringVar(&t.namespace, "temporal-namespace", boot.EnvOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace [TEMPORAL_NAMESPACE]")
+	fs.StringVar(&t.tls.CAFile, "temporal-tls-ca", boot.EnvOr("TEMPORAL_TLS_CA", ""), "CA of the Temporal frontend's certificate (PEM) [TEMPORAL_TLS_CA]")
+	fs.StringVar(&t.tls.CertFile, "temporal-tls-cert", boot.EnvOr("TEMPORAL_TLS_CERT", ""), "client certificate for the Temporal frontend (PEM) [TEMPORAL_TLS_CERT]")
+	fs.StringVar(&t.tls.KeyFile, "temporal-tls-key", boot.EnvOr("TEMPORAL_TLS_KEY", ""), "client private key for the Temporal frontend (PEM) [TEMPORAL_TLS_KEY]")
+	fs.StringVar(&t.compression, "temporal-compression", boot.EnvOr("BBS_TEMPORAL_COMPRESSION", "none"), "gRPC compression of calls to the Temporal frontend: none, or gzip for a slow link (CPU on both sides) [BBS_TEMPORAL_COMPRESSION]")
+}
+
+// config is the Temporal client configuration the flags make.
+func (t temporalFlags) config() (system.TemporalConfig, error) {
+	tlsConfig, err := t.tls.Config()
+	if err != nil {
+		return system.TemporalConfig{}, fmt.Errorf("Temporal TLS: %w", err)
+	}
+	if t.compression != "none" && t.compression != "gzip" {
+		return system.TemporalConfig{}, fmt.Errorf("--temporal-compression %q: none or gzip", t.compression)
+	}
+	return system.TemporalConfig{Address: t.address, Namespace: t.namespace, TLS: tlsConfig, Gzip: t.compression == "gzip"}, nil
+}
+
+// rolloutFlags tune the rollouts this process starts (the API) or resumes (the worker).
+type rolloutFlags struct {
+	maxInFlight   int
+	indexDeadline time.Duration
+	walk          string
+}
+
+// register registers the --rollout-* flags on fs.
+func (r *rolloutFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&r.maxInFlight, "rollout-max-in-flight", boot.EnvInt("BBS_ROLLOUT_MAX_IN_FLIGHT", 1), "indices a rollout replaces at once (1 as in Cloud Foundry) [BBS_ROLLOUT_MAX_IN_FLIGHT]")
+	fs.StringVar(&r.walk, "rollout-walk", boot.EnvOr("BBS_ROLLOUT_WALK", "runs"), "how a rollout walks its indices: runs (one activity walks index after index) or steps (an activity per index) [BBS_ROLLOUT_WALK]")
+	fs.DurationVar(&r.indexDeadline, "rollout-index-deadline", boot.EnvDuration("BBS_ROLLOUT_INDEX_DEADLINE", workflows.DefaultIndexDeadline), "once the new definition has run, how long an index may take to start before it is given up [BBS_ROLLOUT_INDEX_DEADLINE]")
+}
+
+// options are the rollout options the flags make.
+func (r rolloutFlags) options() (system.RolloutOptions, error) {
+	if r.walk != "runs" && r.walk != "steps" {
+		return system.RolloutOptions{}, fmt.Errorf("--rollout-walk %q: want runs or steps", r.walk)
+	}
+	return system.RolloutOptions{MaxInFlight: r.maxInFlight, IndexDeadline: r.indexDeadline, Stepwise: r.walk == "steps"}, nil
+}
+
+// protocolListenFlag registers --bbs-listen, where the BBS's own protocol is served.
+func protocolListenFlag(fs *flag.FlagSet) *string {
+	return fs.String("bbs-listen", boot.EnvOr("BBS_PROTOCOL_LISTEN_ADDR", "127.0.0.1:8890"), "address to serve the BBS protocol (protobuf, for Diego and Cloud Foundry clients) on; empty: not served [BBS_PROTOCOL_LISTEN_ADDR]")
+}
