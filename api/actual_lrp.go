@@ -93,42 +93,9 @@ func (h *actualLRPHandlers) eachActualLRP(ctx context.Context, req *actualLRPFil
 }
 
 func (h *actualLRPHandlers) eachActualLRPGroup(ctx context.Context, req *actualLRPGroupsFilterRequest, yield func(*model.ActualLRPGroup) error) error {
-	return EachActualLRPGroup(func(fn func(*model.ActualLRP) error) error {
+	return model.EachActualLRPGroup(func(fn func(*model.ActualLRP) error) error {
 		return h.store.EachActualLRP(ctx, model.ActualLRPFilter{Domain: req.Domain, CellID: req.CellID}, fn)
 	}, yield)
-}
-
-// EachActualLRPGroup yields one group (model.GroupActualLRPs) per (process guid, definition
-// id, index) of the instances each walks, in the store's order, as they come: the store lists
-// the instances of a slot next to each other, so each group is complete when the next slot
-// begins, and a list of the fleet's groups holds one slot in memory, not the fleet.
-func EachActualLRPGroup(each func(fn func(*model.ActualLRP) error) error, yield func(*model.ActualLRPGroup) error) error {
-	var slot []model.ActualLRP
-	flush := func() error {
-		if len(slot) == 0 {
-			return nil
-		}
-		for _, g := range model.GroupActualLRPs(slot) {
-			if err := yield(&g); err != nil {
-				return err
-			}
-		}
-		slot = nil
-		return nil
-	}
-	err := each(func(a *model.ActualLRP) error {
-		if len(slot) > 0 && (slot[0].ProcessGUID != a.ProcessGUID || slot[0].DefinitionID != a.DefinitionID || slot[0].Index != a.Index) {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		slot = append(slot, *a)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return flush()
 }
 
 func (h *actualLRPHandlers) listActualLRPGroupsByProcessGUID(ctx context.Context, req *processGUIDRequest) (actualLRPGroupsResponse, error) {

@@ -5,16 +5,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/updatable-lrps/bbs/events"
 	"github.com/updatable-lrps/bbs/model"
 )
 
-// EventSource is what the event stream needs: live events from now on.
-type EventSource interface {
-	Subscribe() (<-chan model.Event, func())
-}
-
 // WithEvents lets the server stream events; without it the event route answers Unavailable.
-func (s *Server) WithEvents(src EventSource) *Server {
+func (s *Server) WithEvents(src events.Feed) *Server {
 	s.events = src
 	return s
 }

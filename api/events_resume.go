@@ -5,13 +5,14 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/updatable-lrps/bbs/events"
 	"github.com/updatable-lrps/bbs/model"
 )
 
-// ResumableEventSource is an EventSource that can replay what a subscriber missed: the events
+// ResumableEventSource is an events.Feed that can replay what a subscriber missed: the events
 // after the one it had last (events.Hub, over the store's log).
 type ResumableEventSource interface {
-	EventSource
+	events.Feed
 	SubscribeAfter(ctx context.Context, after int64) (<-chan model.Event, func())
 }
 

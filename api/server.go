@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/updatable-lrps/bbs/events"
 	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/metrics"
 	"github.com/updatable-lrps/bbs/model"
@@ -42,7 +43,7 @@ type Server struct {
 	pinger  Pinger
 	log     *zap.Logger
 	metrics *requestMetrics
-	events  EventSource
+	events  events.Feed
 	lrps    *lrps.Service // WithRollouts gives it the workflows
 	tasks   *taskHandlers // WithTasks gives them the service the protocol shares
 	ready   atomic.Bool

@@ -3,7 +3,6 @@ package protocol
 import (
 	"context"
 
-	"github.com/updatable-lrps/bbs/api"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol/pb"
 )
@@ -137,7 +136,7 @@ func serving(a *model.ActualLRP) int {
 // actualLRPGroups serves POST /v1/actual_lrp_groups/list (deprecated; cfdot): one group per
 // (process guid, definition id, index), streamed as the fleet's instances are.
 func (s *Server) actualLRPGroups(ctx context.Context, req *pb.ActualLRPGroupsRequest, yield func(entry) error) error {
-	return api.EachActualLRPGroup(func(fn func(*model.ActualLRP) error) error {
+	return model.EachActualLRPGroup(func(fn func(*model.ActualLRP) error) error {
 		return s.store.EachActualLRP(ctx, model.ActualLRPFilter{Domain: req.GetDomain(), CellID: req.GetCellId()}, fn)
 	}, func(g *model.ActualLRPGroup) error { return yield(protoEntry{actualLRPGroup(g)}) })
 }
@@ -148,7 +147,7 @@ func (s *Server) actualLRPGroupsByProcessGuid(ctx context.Context, req *pb.Actua
 	if req.GetProcessGuid() == "" {
 		return invalidFields("process_guid")
 	}
-	return api.EachActualLRPGroup(func(fn func(*model.ActualLRP) error) error {
+	return model.EachActualLRPGroup(func(fn func(*model.ActualLRP) error) error {
 		return s.store.EachActualLRP(ctx, model.ActualLRPFilter{ProcessGUID: req.GetProcessGuid()}, fn)
 	}, func(g *model.ActualLRPGroup) error { return yield(protoEntry{actualLRPGroup(g)}) })
 }

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/updatable-lrps/bbs/api"
+	"github.com/updatable-lrps/bbs/events"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol/pb"
 	"go.uber.org/zap"
@@ -31,7 +31,7 @@ type DesiredLRPEvents func(ctx context.Context, e model.Event) (proto.Message, e
 
 // eventStreams is what the streams need beyond the store.
 type eventStreams struct {
-	source  api.EventSource  // nil: the streams answer 503
+	source  events.Feed      // nil: the streams answer 503
 	desired DesiredLRPEvents // desiredLRPEvent unless replaced; nil: instance events only
 	closing chan struct{}    // closed by CloseStreams
 	once    sync.Once
@@ -39,7 +39,7 @@ type eventStreams struct {
 
 // WithEvents gives the event streams their events: the JSON API's hub (events.Hub), of which
 // each stream is a subscriber of its own.
-func (s *Server) WithEvents(src api.EventSource) *Server {
+func (s *Server) WithEvents(src events.Feed) *Server {
 	s.streams.source = src
 	return s
 }
@@ -75,7 +75,7 @@ func (s *Server) groupEvents(w http.ResponseWriter, r *http.Request) {
 // A request that does not parse is answered as BBS answers it, a 500 with no body, and ok is
 // false.
 func (s *Server) cellFilter(w http.ResponseWriter, r *http.Request) (cell string, ok bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxRequestBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, model.MaxRequestBytes))
 	req := &pb.EventsByCellId{}
 	if err == nil {
 		err = proto.Unmarshal(body, req)

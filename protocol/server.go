@@ -133,11 +133,11 @@ func route[Req, Resp proto.Message](s *Server, path string, fn func(context.Cont
 // decode reads the whole body (an empty one is a message with every field at its default)
 // into req. Anything that is not a well-formed req is BBS's InvalidRequest.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, req proto.Message) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxRequestBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, model.MaxRequestBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return model.Errorf(model.ErrInvalidRequest, "request body is larger than %d bytes", api.MaxRequestBytes)
+			return model.Errorf(model.ErrInvalidRequest, "request body is larger than %d bytes", model.MaxRequestBytes)
 		}
 		return model.WrapError(model.ErrInvalidRequest, msgInvalidRequest, err)
 	}
