@@ -3,23 +3,23 @@ package api
 import (
 	"context"
 
+	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/model"
 )
 
 // ActualLRPStore is what the instance routes of API clients need of the database: reading
-// instances and retiring one.
+// instances (retiring one goes through lrps.Service).
 type ActualLRPStore interface {
 	ActualLRPs(ctx context.Context, f model.ActualLRPFilter) ([]model.ActualLRP, error)
 	EachActualLRP(ctx context.Context, f model.ActualLRPFilter, fn func(*model.ActualLRP) error) error
 	ActualLRPGroupByProcessGUIDAndIndex(ctx context.Context, guid string, index int32) (*model.ActualLRPGroup, error)
-	RetireActualLRP(ctx context.Context, key model.ActualLRPKey) (*model.ActualLRP, error)
 }
 
 // actualLRPHandlers serve the instance routes of API clients; the cells' own are
 // lifecycleHandlers.
 type actualLRPHandlers struct {
-	store   ActualLRPStore
-	retirer *Retirer
+	store ActualLRPStore
+	lrps  *lrps.Service // retires instances as the BBS protocol does
 }
 
 type actualLRPFilterRequest struct {
@@ -120,7 +120,7 @@ func (h *actualLRPHandlers) actualLRPGroupByProcessGUIDAndIndex(ctx context.Cont
 }
 
 func (h *actualLRPHandlers) retireActualLRP(ctx context.Context, req *retireRequest) (emptyResponse, error) {
-	return emptyResponse{}, h.retirer.Retire(ctx, model.ActualLRPKey{
+	return emptyResponse{}, h.lrps.Retire(ctx, model.ActualLRPKey{
 		ProcessGUID: req.Key.ProcessGUID, DefinitionID: req.Key.DefinitionID,
 		Index: *req.Key.Index, Domain: req.Key.Domain,
 	})

@@ -35,6 +35,7 @@ type Store interface {
 	EvacuationStore
 	RolloutStore
 	CellStore
+	lrps.Store
 	tasks.Store
 }
 
@@ -62,7 +63,7 @@ func NewServer(store Store, stopper Stopper, log *zap.Logger) *Server {
 		domains:     &domainHandlers{store: store},
 		desired:     &desiredLRPHandlers{store: store, lrps: s.lrps},
 		deployments: &lrpDeploymentHandlers{store: store, desired: store, lrps: s.lrps},
-		actual:      &actualLRPHandlers{store: store, retirer: NewRetirer(store, stopper, log)},
+		actual:      &actualLRPHandlers{store: store, lrps: s.lrps},
 		rollouts:    &rolloutHandlers{store: store},
 		cells:       &cellHandlers{store: store},
 		lifecycle:   &lifecycleHandlers{store: store, log: log},

@@ -1,6 +1,6 @@
 // Package lrps carries out the changes to an LRP that more than one API offers — updating it
 // (a rolling update when a new definition comes), cancelling, rolling back and activating
-// rollouts, removing it — the same way for each: the JSON API (package api) and the BBS
+// rollouts, removing it, retiring one of its instances — the same way for each: the JSON API (package api) and the BBS
 // protocol (package protocol) validate and translate their requests, then call a Service, so
 // that a change made through one is a change made through the other.
 //
@@ -23,6 +23,7 @@ type Store interface {
 	RemoveDesiredLRP(ctx context.Context, guid string) (*db.RemoveResult, error)
 	RolloutByProcessGUID(ctx context.Context, guid string) (*model.Rollout, error)
 	StartRollout(ctx context.Context, req db.RolloutRequest) (*db.RolloutStart, error)
+	RetireActualLRP(ctx context.Context, key model.ActualLRPKey) (*model.ActualLRP, error)
 }
 
 // Stopper asks cells to stop CLAIMED or RUNNING instances; the cells then remove the records.

@@ -51,6 +51,16 @@ func (f *fakeStore) StartRollout(_ context.Context, req db.RolloutRequest) (*db.
 	return st, nil
 }
 
+func (f *fakeStore) RetireActualLRP(_ context.Context, key model.ActualLRPKey) (*model.ActualLRP, error) {
+	switch key.Index {
+	case 3:
+		return &running[0], nil // CLAIMED or RUNNING: its cell stops it
+	case 0:
+		return nil, nil // UNCLAIMED or CRASHED: deleted at once
+	}
+	return nil, model.Errorf(model.ErrResourceNotFound, "no instance at %d", key.Index)
+}
+
 type fakeStopper struct{ stopped []model.ActualLRP }
 
 func (s *fakeStopper) StopInstances(_ context.Context, lrps []model.ActualLRP) error {
@@ -125,5 +135,21 @@ func TestCancelUpdate(t *testing.T) {
 	// Without cells, what a removal retires is left to convergence (and logged).
 	if err := s.Remove(t.Context(), "web"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestRetireStopsWhatACellRuns(t *testing.T) {
+	stopper := &fakeStopper{}
+	s := lrps.NewService(&fakeStore{}, stopper, zap.NewNop())
+	for _, i := range []int32{0, 3} {
+		if err := s.Retire(t.Context(), model.ActualLRPKey{ProcessGUID: "web", Index: i}); err != nil {
+			t.Fatalf("retire %d (a failed stop fails nothing): %v", i, err)
+		}
+	}
+	if !reflect.DeepEqual(stopper.stopped, running) {
+		t.Fatalf("stopped %+v, want the running instance alone", stopper.stopped)
+	}
+	if err := s.Retire(t.Context(), model.ActualLRPKey{ProcessGUID: "web", Index: 7}); !model.IsType(err, model.ErrResourceNotFound) {
+		t.Fatalf("retire of a missing instance: %v", err)
 	}
 }

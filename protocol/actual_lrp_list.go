@@ -174,7 +174,7 @@ func (s *Server) actualLRPGroupByProcessGuidAndIndex(ctx context.Context, req *p
 	return &pb.ActualLRPGroupResponse{ActualLrpGroup: actualLRPGroup(g)}, nil
 }
 
-// retireActualLRP serves POST /v1/actual_lrps/retire with the JSON API's rules (api.Retirer):
+// retireActualLRP serves POST /v1/actual_lrps/retire with the JSON API's rules (lrps.Service.Retire):
 // the instance of the key's definition_id when given, else the active definition's; an
 // UNCLAIMED or CRASHED one goes at once, a CLAIMED or RUNNING one is stopped by its cell.
 func (s *Server) retireActualLRP(ctx context.Context, req *pb.RetireActualLRPRequest) (*pb.ActualLRPLifecycleResponse, error) {
@@ -195,7 +195,7 @@ func (s *Server) retireActualLRP(ctx context.Context, req *pb.RetireActualLRPReq
 	if err := invalidFields(bad...); err != nil {
 		return nil, err
 	}
-	return &pb.ActualLRPLifecycleResponse{}, s.retirer.Retire(ctx, model.ActualLRPKey{
+	return &pb.ActualLRPLifecycleResponse{}, s.lrps.Retire(ctx, model.ActualLRPKey{
 		ProcessGUID: k.GetProcessGuid(), DefinitionID: k.GetDefinitionId(), Index: k.GetIndex(), Domain: k.GetDomain(),
 	})
 }

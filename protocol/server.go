@@ -37,7 +37,6 @@ type Server struct {
 	log     *zap.Logger
 	ready   atomic.Bool
 	mux     *http.ServeMux
-	retirer *api.Retirer
 	streams eventStreams
 	// lrps makes the changes to LRPs the JSON API makes too, the same way (WithStopper and
 	// WithRollouts give it the cells and the rollout workflows).
@@ -55,7 +54,6 @@ type Server struct {
 // the task routes answer 503 until WithTasks.
 func NewServer(store Store, log *zap.Logger) *Server {
 	s := &Server{store: store, log: log.Named("bbs-protocol"), mux: http.NewServeMux()}
-	s.retirer = api.NewRetirer(store, nil, s.log)
 	s.lrps = lrps.NewService(store, nil, s.log)
 	s.streams.closing = make(chan struct{})
 	s.streams.desired = desiredLRPEvent
@@ -66,7 +64,6 @@ func NewServer(store Store, log *zap.Logger) *Server {
 // WithStopper lets retire, and the changes that retire instances (a scale-down, a removal),
 // hand CLAIMED and RUNNING instances to their cells to stop, as the JSON API's do.
 func (s *Server) WithStopper(stopper api.Stopper) *Server {
-	s.retirer = api.NewRetirer(s.store, stopper, s.log)
 	s.lrps.SetStopper(stopper)
 	return s
 }
