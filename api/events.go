@@ -5,15 +5,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/updatable-lrps/bbs/events"
 	"github.com/updatable-lrps/bbs/model"
 )
-
-// WithEvents lets the server stream events; without it the event route answers Unavailable.
-func (s *Server) WithEvents(src events.Feed) *Server {
-	s.events = src
-	return s
-}
 
 // streamEvents serves GET /v1/events/lrp_instances: the events of LRPs, their instances and
 // rollouts.

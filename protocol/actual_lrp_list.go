@@ -7,6 +7,13 @@ import (
 	"github.com/updatable-lrps/bbs/protocol/pb"
 )
 
+// ActualLRPStore is what the instance routes read of the store directly; retiring an
+// instance goes through lrps.Service.
+type ActualLRPStore interface {
+	EachActualLRP(ctx context.Context, f model.ActualLRPFilter, fn func(*model.ActualLRP) error) error
+	ActualLRPGroupByProcessGUIDAndIndex(ctx context.Context, guid string, index int32) (*model.ActualLRPGroup, error)
+}
+
 // The instance routes of BBS's clients: the lists (Cloud Controller, route-emitter, cfdot,
 // ssh-proxy, the rep), the deprecated groups (cfdot) and retire (Cloud Controller, cfdot).
 //

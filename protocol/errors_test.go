@@ -64,7 +64,7 @@ func TestUnknownRouteIsAPlainTextNotFound(t *testing.T) {
 // Until the migrations are in place the whole listener answers 503 with no body, as BBS
 // does.
 func TestNotReadyIsABare503(t *testing.T) {
-	s := protocol.NewServer(nil, zaptest.NewLogger(t))
+	s := protocol.NewServer(protocol.Deps{Log: zaptest.NewLogger(t)})
 	req, _ := http.NewRequest(http.MethodPost, "/v1/ping", nil)
 	w := newRecorder()
 	s.ServeHTTP(w, req)

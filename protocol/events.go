@@ -32,23 +32,9 @@ type DesiredLRPEvents func(ctx context.Context, e model.Event) (proto.Message, e
 // eventStreams is what the streams need beyond the store.
 type eventStreams struct {
 	source  events.Feed      // nil: the streams answer 503
-	desired DesiredLRPEvents // desiredLRPEvent unless replaced; nil: instance events only
+	desired DesiredLRPEvents // desiredLRPEvent unless Deps replaced it
 	closing chan struct{}    // closed by CloseStreams
 	once    sync.Once
-}
-
-// WithEvents gives the event streams their events: the JSON API's hub (events.Hub), of which
-// each stream is a subscriber of its own.
-func (s *Server) WithEvents(src events.Feed) *Server {
-	s.streams.source = src
-	return s
-}
-
-// WithDesiredLRPEvents replaces the translation of the desired-LRP events of both streams
-// (desiredLRPEvent, desired_lrp_events.go); nil leaves the streams the instance events alone.
-func (s *Server) WithDesiredLRPEvents(fn DesiredLRPEvents) *Server {
-	s.streams.desired = fn
-	return s
 }
 
 // CloseStreams ends every event stream, open or to come: an http.Server shutting down waits
