@@ -1,5 +1,6 @@
 // Package api is the BBS HTTP surface of API.md: it validates requests at the edge, calls the
-// store, and maps every error to its type and status in one place.
+// store or the services it shares with the BBS protocol (package protocol), and maps every
+// error to its type and status in one place.
 package api
 
 import (
@@ -44,11 +45,12 @@ type Store interface {
 type Deps struct {
 	// Store is the database (*db.Store).
 	Store Store
-	// LRPs changes LRPs (rolling updates, removals) and retires instances.
+	// LRPs changes LRPs (rolling updates, removals) and retires instances; required.
 	LRPs *lrps.Service
-	// Tasks serves the task routes.
+	// Tasks serves the task routes; required.
 	Tasks *tasks.Service
-	// Events feeds the event streams; nil: they answer Unavailable.
+	// Events feeds the event streams; nil: they answer Unavailable. A ResumableFeed (the
+	// hub) also resumes a stream after the event its Last-Event-ID names.
 	Events events.Feed
 	// Metrics, when set, is the process's registry: the server registers its series there
 	// and serves all of it at /metrics (in `bbs dev` every part of the system runs in one

@@ -40,8 +40,8 @@ type Store interface {
 type Deps struct {
 	// Store is the database (*db.Store).
 	Store Store
-	// LRPs changes LRPs (rolling updates, removals) and retires instances; without its
-	// rollout workflows the changes that start rollouts answer a bare 503.
+	// LRPs changes LRPs (rolling updates, removals) and retires instances; required. Without
+	// its rollout workflows the changes that start rollouts answer a bare 503.
 	LRPs *lrps.Service
 	// Tasks serves the task routes and the task changes of the event streams; nil: the task
 	// routes answer a bare 503.
