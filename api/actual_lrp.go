@@ -3,23 +3,23 @@ package api
 import (
 	"context"
 
+	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/model"
 )
 
 // ActualLRPStore is what the instance routes of API clients need of the database: reading
-// instances and retiring one.
+// instances (retiring one goes through lrps.Service).
 type ActualLRPStore interface {
 	ActualLRPs(ctx context.Context, f model.ActualLRPFilter) ([]model.ActualLRP, error)
 	EachActualLRP(ctx context.Context, f model.ActualLRPFilter, fn func(*model.ActualLRP) error) error
 	ActualLRPGroupByProcessGUIDAndIndex(ctx context.Context, guid string, index int32) (*model.ActualLRPGroup, error)
-	RetireActualLRP(ctx context.Context, key model.ActualLRPKey) (*model.ActualLRP, error)
 }
 
 // actualLRPHandlers serve the instance routes of API clients; the cells' own are
 // lifecycleHandlers.
 type actualLRPHandlers struct {
-	store   ActualLRPStore
-	retirer *Retirer
+	store ActualLRPStore
+	lrps  *lrps.Service // retires instances as the BBS protocol does
 }
 
 type actualLRPFilterRequest struct {
@@ -93,42 +93,9 @@ func (h *actualLRPHandlers) eachActualLRP(ctx context.Context, req *actualLRPFil
 }
 
 func (h *actualLRPHandlers) eachActualLRPGroup(ctx context.Context, req *actualLRPGroupsFilterRequest, yield func(*model.ActualLRPGroup) error) error {
-	return EachActualLRPGroup(func(fn func(*model.ActualLRP) error) error {
+	return model.EachActualLRPGroup(func(fn func(*model.ActualLRP) error) error {
 		return h.store.EachActualLRP(ctx, model.ActualLRPFilter{Domain: req.Domain, CellID: req.CellID}, fn)
 	}, yield)
-}
-
-// EachActualLRPGroup yields one group (model.GroupActualLRPs) per (process guid, definition
-// id, index) of the instances each walks, in the store's order, as they come: the store lists
-// the instances of a slot next to each other, so each group is complete when the next slot
-// begins, and a list of the fleet's groups holds one slot in memory, not the fleet.
-func EachActualLRPGroup(each func(fn func(*model.ActualLRP) error) error, yield func(*model.ActualLRPGroup) error) error {
-	var slot []model.ActualLRP
-	flush := func() error {
-		if len(slot) == 0 {
-			return nil
-		}
-		for _, g := range model.GroupActualLRPs(slot) {
-			if err := yield(&g); err != nil {
-				return err
-			}
-		}
-		slot = nil
-		return nil
-	}
-	err := each(func(a *model.ActualLRP) error {
-		if len(slot) > 0 && (slot[0].ProcessGUID != a.ProcessGUID || slot[0].DefinitionID != a.DefinitionID || slot[0].Index != a.Index) {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		slot = append(slot, *a)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return flush()
 }
 
 func (h *actualLRPHandlers) listActualLRPGroupsByProcessGUID(ctx context.Context, req *processGUIDRequest) (actualLRPGroupsResponse, error) {
@@ -153,7 +120,7 @@ func (h *actualLRPHandlers) actualLRPGroupByProcessGUIDAndIndex(ctx context.Cont
 }
 
 func (h *actualLRPHandlers) retireActualLRP(ctx context.Context, req *retireRequest) (emptyResponse, error) {
-	return emptyResponse{}, h.retirer.Retire(ctx, model.ActualLRPKey{
+	return emptyResponse{}, h.lrps.Retire(ctx, model.ActualLRPKey{
 		ProcessGUID: req.Key.ProcessGUID, DefinitionID: req.Key.DefinitionID,
 		Index: *req.Key.Index, Domain: req.Key.Domain,
 	})

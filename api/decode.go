@@ -11,16 +11,13 @@ import (
 	"github.com/updatable-lrps/bbs/model"
 )
 
-// MaxRequestBytes is the largest request body accepted (API.md: 1 MiB).
-const MaxRequestBytes = 1 << 20
-
-// readBody reads a request body of at most MaxRequestBytes.
+// readBody reads a request body of at most model.MaxRequestBytes.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, model.MaxRequestBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return nil, model.Errorf(model.ErrRequestTooLarge, "request body is larger than %d bytes", MaxRequestBytes)
+			return nil, model.Errorf(model.ErrRequestTooLarge, "request body is larger than %d bytes", model.MaxRequestBytes)
 		}
 		return nil, model.Errorf(model.ErrInvalidRequest, "could not read the request body: %v", err)
 	}

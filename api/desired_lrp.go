@@ -8,14 +8,13 @@ import (
 	"github.com/updatable-lrps/bbs/model"
 )
 
-// DesiredLRPStore is what the desired LRP routes need of the database.
+// DesiredLRPStore is what the desired LRP routes read and write of the database directly;
+// updates and removals go through lrps.Service.
 type DesiredLRPStore interface {
 	DesireLRP(ctx context.Context, d *model.DesiredLRP) (*model.DesiredLRP, error)
 	DesiredLRPByProcessGUID(ctx context.Context, guid string) (*model.DesiredLRP, error)
 	EachDesiredLRP(ctx context.Context, f model.DesiredLRPFilter, fn func(*model.DesiredLRP) error) error
 	EachSchedulingInfo(ctx context.Context, f model.DesiredLRPFilter, fn func(*model.DesiredLRPSchedulingInfo) error) error
-	UpdateDesiredLRP(ctx context.Context, guid string, u *model.DesiredLRPUpdate) (*db.UpdateResult, error)
-	RemoveDesiredLRP(ctx context.Context, guid string) (*db.RemoveResult, error)
 }
 
 // desiredLRPHandlers serve the desired LRP routes. The changes go through lrps, which starts

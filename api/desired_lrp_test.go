@@ -488,7 +488,7 @@ func TestStopFailuresDoNotFailRequests(t *testing.T) {
 	})
 	t.Run("no stopper", func(t *testing.T) {
 		store := dbtest.NewStore(t)
-		s := api.NewServer(store, nil, zap.NewNop())
+		s := api.NewServer(deps(store, nil, nil, zap.NewNop()))
 		s.MarkReady()
 		h := &harness{t: t, store: store, server: s}
 		h.desire(lrp("web", "d", 2, nil))

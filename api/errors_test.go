@@ -23,7 +23,7 @@ import (
 func TestUnavailableDatabaseKeepsItsAnswerAndLogsItsCause(t *testing.T) {
 	t.Parallel()
 	core, logs := observer.New(zapcore.DebugLevel)
-	server := api.NewServer(dbtest.NewStore(t), &recorders.Stopper{}, zap.New(core))
+	server := api.NewServer(deps(dbtest.NewStore(t), &recorders.Stopper{}, nil, zap.New(core)))
 	server.MarkReady()
 
 	// A deadline already past: the store's query fails with context.DeadlineExceeded, which
@@ -60,7 +60,7 @@ func TestUnavailableDatabaseKeepsItsAnswerAndLogsItsCause(t *testing.T) {
 func TestUnavailableWithoutCauseIsNotLogged(t *testing.T) {
 	t.Parallel()
 	core, logs := observer.New(zapcore.DebugLevel)
-	server := api.NewServer(dbtest.NewStore(t), &recorders.Stopper{}, zap.New(core))
+	server := api.NewServer(deps(dbtest.NewStore(t), &recorders.Stopper{}, nil, zap.New(core)))
 	rec := httptest.NewRecorder()
 	server.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/domains/list", strings.NewReader("{}")))
 	if rec.Code != http.StatusServiceUnavailable {

@@ -8,17 +8,6 @@ import (
 	"github.com/updatable-lrps/bbs/model"
 )
 
-// EventSource is what the event stream needs: live events from now on.
-type EventSource interface {
-	Subscribe() (<-chan model.Event, func())
-}
-
-// WithEvents lets the server stream events; without it the event route answers Unavailable.
-func (s *Server) WithEvents(src EventSource) *Server {
-	s.events = src
-	return s
-}
-
 // streamEvents serves GET /v1/events/lrp_instances: the events of LRPs, their instances and
 // rollouts.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {

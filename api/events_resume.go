@@ -5,13 +5,14 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/updatable-lrps/bbs/events"
 	"github.com/updatable-lrps/bbs/model"
 )
 
-// ResumableEventSource is an EventSource that can replay what a subscriber missed: the events
-// after the one it had last (events.Hub, over the store's log).
-type ResumableEventSource interface {
-	EventSource
+// ResumableFeed is an events.Feed that can replay what a subscriber missed: the events after
+// the one it had last (events.Hub, over the store's log).
+type ResumableFeed interface {
+	events.Feed
 	SubscribeAfter(ctx context.Context, after int64) (<-chan model.Event, func())
 }
 
@@ -19,7 +20,7 @@ type ResumableEventSource interface {
 // and the source can replay (a client whose stream broke, as the SSE standard has it resume,
 // so that it misses nothing), else from now on.
 func (s *Server) subscribe(r *http.Request) (<-chan model.Event, func()) {
-	if rs, ok := s.events.(ResumableEventSource); ok {
+	if rs, ok := s.events.(ResumableFeed); ok {
 		if last, err := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64); err == nil && last > 0 {
 			return rs.SubscribeAfter(r.Context(), last)
 		}

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/updatable-lrps/bbs/api"
 	"github.com/updatable-lrps/bbs/model"
 )
 
@@ -126,8 +125,8 @@ func TestWrongShapeIsInvalidRequest(t *testing.T) {
 func TestBodyOverOneMiBIsRequestTooLarge(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	valid := `{"process_guid": "` + strings.Repeat("a", api.MaxRequestBytes) + `"}`
-	malformed := "{" + strings.Repeat("x", api.MaxRequestBytes)
+	valid := `{"process_guid": "` + strings.Repeat("a", model.MaxRequestBytes) + `"}`
+	malformed := "{" + strings.Repeat("x", model.MaxRequestBytes)
 	for _, r := range bbsRoutes {
 		t.Run(r.path, func(t *testing.T) {
 			requireError(t, h.post(r.path, valid), http.StatusRequestEntityTooLarge, model.ErrRequestTooLarge)
@@ -135,7 +134,7 @@ func TestBodyOverOneMiBIsRequestTooLarge(t *testing.T) {
 		})
 	}
 	t.Run("exactly 1 MiB is read", func(t *testing.T) {
-		body := "{}" + strings.Repeat(" ", api.MaxRequestBytes-2)
+		body := "{}" + strings.Repeat(" ", model.MaxRequestBytes-2)
 		if rec := h.post("/v1/desired_lrps/list", body); rec.Code != http.StatusOK {
 			t.Errorf("status %d, want 200; body %s", rec.Code, rec.Body)
 		}
@@ -416,7 +415,7 @@ func TestFailedDesireWritesNothing(t *testing.T) {
 		{name: "duplicate", lrp: lrp("existing", "d", 5, obj{"definition_id": "other"})},
 		{name: "wrong type", body: `{"desired_lrp": {"process_guid": "new", "domain": "d", "instances": "3"}}`},
 		{name: "malformed", body: `{"desired_lrp": {"process_guid": "new"`},
-		{name: "too large", body: `{"desired_lrp": {"process_guid": "new", "annotation": "` + strings.Repeat("a", api.MaxRequestBytes) + `"}}`},
+		{name: "too large", body: `{"desired_lrp": {"process_guid": "new", "annotation": "` + strings.Repeat("a", model.MaxRequestBytes) + `"}}`},
 		// Fails inside the transaction, after the desired_lrps row is written.
 		{name: "definition the database refuses", lrp: lrp("new", "d", 3, obj{"env": []obj{{"name": "A", "value": "nul\x00byte"}}})},
 	} {

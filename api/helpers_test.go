@@ -18,7 +18,9 @@ import (
 	"github.com/updatable-lrps/bbs/api"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/dbtest"
+	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/model"
+	"github.com/updatable-lrps/bbs/tasks"
 	"go.uber.org/zap"
 )
 
@@ -45,8 +47,20 @@ func newUnreadyHarness(t *testing.T) *harness {
 	store := dbtest.NewStore(t)
 	stopper := &recorders.Stopper{}
 	rollouts := &recorders.Rollouts{}
-	server := api.NewServer(store, stopper, zap.NewNop()).WithRollouts(rollouts)
+	server := api.NewServer(deps(store, stopper, rollouts, zap.NewNop()))
 	return &harness{t: t, store: store, server: server, stopper: stopper, rollouts: rollouts}
+}
+
+// deps are a server's parts over store as a process builds them, with stopper and rollouts
+// (either may be nil: no cells, no Temporal) standing in for the cells and the workflows, and
+// a task service with neither.
+func deps(store *db.Store, stopper lrps.Stopper, rollouts lrps.Rollouts, log *zap.Logger) api.Deps {
+	return api.Deps{
+		Store: store,
+		LRPs:  lrps.NewService(store, stopper, rollouts, log),
+		Tasks: tasks.NewService(store, nil, nil, model.DefaultMaxTaskRetries, log),
+		Log:   log,
+	}
 }
 
 // do sends one request through the server's handler.

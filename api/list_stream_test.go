@@ -33,7 +33,10 @@ func (s cutStore) EachActualLRP(ctx context.Context, f model.ActualLRPFilter, fn
 // aborted, not as a 200.
 func TestListCutShortIsAbortedNotWhole(t *testing.T) {
 	t.Parallel()
-	server := api.NewServer(cutStore{dbtest.NewStore(t)}, &recorders.Stopper{}, zap.NewNop())
+	store := dbtest.NewStore(t)
+	d := deps(store, &recorders.Stopper{}, nil, zap.NewNop())
+	d.Store = cutStore{store}
+	server := api.NewServer(d)
 	server.MarkReady()
 
 	rec := httptest.NewRecorder()

@@ -11,9 +11,8 @@ import (
 	"github.com/updatable-lrps/bbs/metrics"
 )
 
-// requestMetrics are the API's request series and the /metrics handler that serves them.
-// A server has a registry of its own unless WithMetrics gives it the process's, so that
-// several servers (in tests) do not collide.
+// requestMetrics are the API's request series and the /metrics handler that serves them,
+// over the registry Deps.Metrics names (or one of the server's own).
 type requestMetrics struct {
 	http   *metrics.HTTP
 	served http.Handler
@@ -21,14 +20,6 @@ type requestMetrics struct {
 
 func newRequestMetrics(reg *prometheus.Registry) *requestMetrics {
 	return &requestMetrics{http: metrics.NewHTTP(reg), served: metrics.Handler(reg)}
-}
-
-// WithMetrics registers the server's series on reg, the process's registry, and serves all
-// of reg at /metrics: in `bbs dev` every part of the system runs in one process, and the API
-// is where its series are read. Call it before serving.
-func (s *Server) WithMetrics(reg *prometheus.Registry) *Server {
-	*s.metrics = *newRequestMetrics(reg)
-	return s
 }
 
 func (m *requestMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.served.ServeHTTP(w, r) }

@@ -3,16 +3,14 @@ package api
 import (
 	"context"
 
-	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
 )
 
-// RolloutStore is what rollouts need of the database: reading them, and starting one (the
-// new definition and the rollout row in one transaction).
+// RolloutStore is what the rollout routes read of the database; rollouts are started through
+// lrps.Service.
 type RolloutStore interface {
 	Rollouts(ctx context.Context, f model.RolloutFilter) ([]model.Rollout, error)
 	RolloutByProcessGUID(ctx context.Context, guid string) (*model.Rollout, error)
-	StartRollout(ctx context.Context, req db.RolloutRequest) (*db.RolloutStart, error)
 }
 
 // rolloutHandlers serve the rollout routes, which read rollouts; the changes that start or

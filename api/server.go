@@ -1,5 +1,6 @@
 // Package api is the BBS HTTP surface of API.md: it validates requests at the edge, calls the
-// store, and maps every error to its type and status in one place.
+// store or the services it shares with the BBS protocol (package protocol), and maps every
+// error to its type and status in one place.
 package api
 
 import (
@@ -13,6 +14,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/updatable-lrps/bbs/events"
 	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/metrics"
 	"github.com/updatable-lrps/bbs/model"
@@ -20,10 +23,10 @@ import (
 	"go.uber.org/zap"
 )
 
-// Store is everything the API needs of the database layer, one interface per entity as
-// cloudfoundry/bbs's db.DB composes DomainDB, ActualLRPDB, DesiredLRPDB, .... Each group of
-// handlers holds only its own part; NewServer takes the whole so that callers pass one value
-// (*db.Store).
+// Store is what the handlers read and write of the database directly, one interface per
+// entity as cloudfoundry/bbs's db.DB composes DomainDB, ActualLRPDB, DesiredLRPDB, .... Each
+// group of handlers holds only its own part; the changes that start rollouts, stop instances
+// or follow a task's change go through the services in Deps, which declare what they need.
 type Store interface {
 	Pinger
 	DomainStore
@@ -34,7 +37,27 @@ type Store interface {
 	EvacuationStore
 	RolloutStore
 	CellStore
-	tasks.Store
+}
+
+// Deps are what a Server serves over. The services are built once per process and shared
+// with the BBS protocol's server (internal/system), so that a change made through either API
+// is made by the same service, by the same rules.
+type Deps struct {
+	// Store is the database (*db.Store).
+	Store Store
+	// LRPs changes LRPs (rolling updates, removals) and retires instances; required.
+	LRPs *lrps.Service
+	// Tasks serves the task routes; required.
+	Tasks *tasks.Service
+	// Events feeds the event streams; nil: they answer Unavailable. A ResumableFeed (the
+	// hub) also resumes a stream after the event its Last-Event-ID names.
+	Events events.Feed
+	// Metrics, when set, is the process's registry: the server registers its series there
+	// and serves all of it at /metrics (in `bbs dev` every part of the system runs in one
+	// process, and the API is where its series are read). nil: a registry of the server's
+	// own, so that several servers in one process (tests) do not collide.
+	Metrics *prometheus.Registry
+	Log     *zap.Logger
 }
 
 // Server serves the HTTP API.
@@ -42,31 +65,30 @@ type Server struct {
 	pinger  Pinger
 	log     *zap.Logger
 	metrics *requestMetrics
-	events  EventSource
-	lrps    *lrps.Service // WithRollouts gives it the workflows
-	tasks   *taskHandlers // WithTasks gives them the service the protocol shares
+	events  events.Feed
 	ready   atomic.Bool
 	router  chi.Router
 }
 
-// NewServer builds the API over store. stopper may be nil while no cell can run instances;
-// instances that would need a stop are then logged. The server answers Unavailable until
-// MarkReady is called (after migrations).
-func NewServer(store Store, stopper Stopper, log *zap.Logger) *Server {
-	log = log.Named("api")
-	s := &Server{pinger: store, log: log, metrics: newRequestMetrics(metrics.NewRegistry())}
-	s.lrps = lrps.NewService(store, stopper, log)
-	s.tasks = &taskHandlers{tasks: tasks.NewService(store, model.DefaultMaxTaskRetries, log)}
+// NewServer builds the API over d. The server answers Unavailable until MarkReady is called
+// (after migrations).
+func NewServer(d Deps) *Server {
+	log := d.Log.Named("api")
+	reg := d.Metrics
+	if reg == nil {
+		reg = metrics.NewRegistry()
+	}
+	s := &Server{pinger: d.Store, log: log, metrics: newRequestMetrics(reg), events: d.Events}
 	s.router = s.routes(routeHandlers{
-		domains:     &domainHandlers{store: store},
-		desired:     &desiredLRPHandlers{store: store, lrps: s.lrps},
-		deployments: &lrpDeploymentHandlers{store: store, desired: store, lrps: s.lrps},
-		actual:      &actualLRPHandlers{store: store, retirer: NewRetirer(store, stopper, log)},
-		rollouts:    &rolloutHandlers{store: store},
-		cells:       &cellHandlers{store: store},
-		lifecycle:   &lifecycleHandlers{store: store, log: log},
-		evacuation:  &evacuationHandlers{store: store},
-		tasks:       s.tasks,
+		domains:     &domainHandlers{store: d.Store},
+		desired:     &desiredLRPHandlers{store: d.Store, lrps: d.LRPs},
+		deployments: &lrpDeploymentHandlers{store: d.Store, desired: d.Store, lrps: d.LRPs},
+		actual:      &actualLRPHandlers{store: d.Store, lrps: d.LRPs},
+		rollouts:    &rolloutHandlers{store: d.Store},
+		cells:       &cellHandlers{store: d.Store},
+		lifecycle:   &lifecycleHandlers{store: d.Store, log: log},
+		evacuation:  &evacuationHandlers{store: d.Store},
+		tasks:       &taskHandlers{tasks: d.Tasks},
 	})
 	return s
 }

@@ -132,10 +132,3 @@ func (h *taskHandlers) rejectTask(ctx context.Context, req *rejectTaskRequest) (
 	t, err := h.tasks.Reject(ctx, req.TaskGUID, req.RejectionReason)
 	return taskResponse{Task: t}, err
 }
-
-// WithTasks makes the task routes use svc, the service the BBS protocol shares (with the
-// cells and callbacks it was given). Call it before serving.
-func (s *Server) WithTasks(svc *tasks.Service) *Server {
-	s.tasks.tasks = svc
-	return s
-}

@@ -14,7 +14,10 @@ import (
 	"github.com/updatable-lrps/bbs/api"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/dbtest"
+	"github.com/updatable-lrps/bbs/lrps"
+	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol"
+	"github.com/updatable-lrps/bbs/tasks"
 	"go.uber.org/zap"
 )
 
@@ -35,12 +38,12 @@ import (
 // BENCH_FLEET_HOLD=10m keeps the seeded database that long before measuring, its URL
 // logged, for EXPLAIN ANALYZE from psql.
 func BenchmarkFleet(b *testing.B) {
-	lrps := envInt(b, "BENCH_FLEET_LRPS", 25000)
+	nLRPs := envInt(b, "BENCH_FLEET_LRPS", 25000)
 	url := dbtest.NewURL(b)
 	store := openStore(b, url)
 	start := time.Now()
-	seedRunningFleet(b, store, lrps, 10, 1000)
-	b.Logf("seeded %d instances in %s", lrps*10, time.Since(start).Round(time.Millisecond))
+	seedRunningFleet(b, store, nLRPs, 10, 1000)
+	b.Logf("seeded %d instances in %s", nLRPs*10, time.Since(start).Round(time.Millisecond))
 	if hold := os.Getenv("BENCH_FLEET_HOLD"); hold != "" {
 		d, err := time.ParseDuration(hold)
 		if err != nil {
@@ -75,9 +78,14 @@ END $$`); err != nil {
 			}
 		})
 	})
-	bbs := protocol.NewServer(store, zap.NewNop())
+	// The lists read the store alone: the services are those of a process without cells or
+	// Temporal.
+	log := zap.NewNop()
+	lrpService := lrps.NewService(store, nil, nil, log)
+	taskService := tasks.NewService(store, nil, nil, model.DefaultMaxTaskRetries, log)
+	bbs := protocol.NewServer(protocol.Deps{Store: store, LRPs: lrpService, Tasks: taskService, Log: log})
 	bbs.MarkReady()
-	jsonAPI := api.NewServer(store, nil, zap.NewNop())
+	jsonAPI := api.NewServer(api.Deps{Store: store, LRPs: lrpService, Tasks: taskService, Log: log})
 	jsonAPI.MarkReady()
 	for _, tc := range []struct {
 		name, body string

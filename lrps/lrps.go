@@ -1,6 +1,6 @@
 // Package lrps carries out the changes to an LRP that more than one API offers — updating it
 // (a rolling update when a new definition comes), cancelling, rolling back and activating
-// rollouts, removing it — the same way for each: the JSON API (package api) and the BBS
+// rollouts, removing it, retiring one of its instances — the same way for each: the JSON API (package api) and the BBS
 // protocol (package protocol) validate and translate their requests, then call a Service, so
 // that a change made through one is a change made through the other.
 //
@@ -23,6 +23,7 @@ type Store interface {
 	RemoveDesiredLRP(ctx context.Context, guid string) (*db.RemoveResult, error)
 	RolloutByProcessGUID(ctx context.Context, guid string) (*model.Rollout, error)
 	StartRollout(ctx context.Context, req db.RolloutRequest) (*db.RolloutStart, error)
+	RetireActualLRP(ctx context.Context, key model.ActualLRPKey) (*model.ActualLRP, error)
 }
 
 // Stopper asks cells to stop CLAIMED or RUNNING instances; the cells then remove the records.
@@ -41,8 +42,9 @@ type Rollouts interface {
 // ErrNoRollouts answers a change that needs a rollout workflow when there is no Temporal.
 var ErrNoRollouts = model.Errorf(model.ErrUnavailable, "this API server has no connection to Temporal, which runs rollouts")
 
-// Service makes the changes over a store, a stopper and (once SetRollouts is called) the
-// rollout workflows.
+// Service makes the changes over a store, a stopper and the rollout workflows. A process
+// builds one and hands it to both APIs, so that a change made through either is made by the
+// same rules.
 type Service struct {
 	store     Store
 	stops     *Stops
@@ -51,17 +53,13 @@ type Service struct {
 }
 
 // NewService builds a Service. stopper may be nil while no cell can run instances; the
-// instances that would need a stop are then logged, and convergence stops them.
-func NewService(store Store, stopper Stopper, log *zap.Logger) *Service {
-	return &Service{store: store, stops: NewStops(stopper, log), log: log}
+// instances that would need a stop are then logged, and convergence stops them. rollouts may
+// be nil when the process has no Temporal; the changes that need a rollout workflow then
+// answer Unavailable (ErrNoRollouts), and the others are made as usual.
+func NewService(store Store, stopper Stopper, rollouts Rollouts, log *zap.Logger) *Service {
+	log = log.Named("lrps")
+	return &Service{store: store, stops: NewStops(stopper, log), workflows: rollouts, log: log}
 }
-
-// SetRollouts lets the service start rollouts; without it the changes that need one answer
-// Unavailable. Call it before serving.
-func (s *Service) SetRollouts(r Rollouts) { s.workflows = r }
-
-// SetStopper names who stops the instances a change retires. Call it before serving.
-func (s *Service) SetStopper(stopper Stopper) { s.stops = NewStops(stopper, s.log) }
 
 // Update applies u to the LRP of guid and returns it as changed. A definition starts a
 // rolling update (UpdateInProgress while one runs, unless supersede: seed 000's new

@@ -51,6 +51,16 @@ func (f *fakeStore) StartRollout(_ context.Context, req db.RolloutRequest) (*db.
 	return st, nil
 }
 
+func (f *fakeStore) RetireActualLRP(_ context.Context, key model.ActualLRPKey) (*model.ActualLRP, error) {
+	switch key.Index {
+	case 3:
+		return &running[0], nil // CLAIMED or RUNNING: its cell stops it
+	case 0:
+		return nil, nil // UNCLAIMED or CRASHED: deleted at once
+	}
+	return nil, model.Errorf(model.ErrResourceNotFound, "no instance at %d", key.Index)
+}
+
 type fakeStopper struct{ stopped []model.ActualLRP }
 
 func (s *fakeStopper) StopInstances(_ context.Context, lrps []model.ActualLRP) error {
@@ -75,18 +85,18 @@ func (w *fakeWorkflows) CancelRollout(context.Context, *model.Rollout, string) e
 
 func TestUpdateStartsARolloutForADefinitionAndStopsWhatItRetires(t *testing.T) {
 	store, stopper, wf := &fakeStore{}, &fakeStopper{}, &fakeWorkflows{}
-	s := lrps.NewService(store, stopper, zap.NewNop())
 
 	// Without Temporal, a definition change is Unavailable; other changes are not.
+	noTemporal := lrps.NewService(store, stopper, nil, zap.NewNop())
 	def := &model.LRPDefinition{DefinitionID: "v2"}
-	if _, err := s.Update(t.Context(), "web", &model.DesiredLRPUpdate{Definition: def}, false); !model.IsType(err, model.ErrUnavailable) {
+	if _, err := noTemporal.Update(t.Context(), "web", &model.DesiredLRPUpdate{Definition: def}, false); !model.IsType(err, model.ErrUnavailable) {
 		t.Fatalf("definition without rollouts: %v", err)
 	}
 	n := int32(2)
-	if _, err := s.Update(t.Context(), "web", &model.DesiredLRPUpdate{Instances: &n}, false); err != nil {
+	if _, err := noTemporal.Update(t.Context(), "web", &model.DesiredLRPUpdate{Instances: &n}, false); err != nil {
 		t.Fatal(err)
 	}
-	s.SetRollouts(wf)
+	s := lrps.NewService(store, stopper, wf, zap.NewNop())
 	if _, err := s.Update(t.Context(), "web", &model.DesiredLRPUpdate{Definition: def, Instances: &n}, false); err != nil {
 		t.Fatalf("a workflow that did not start fails nothing: %v", err)
 	}
@@ -104,14 +114,14 @@ func TestUpdateStartsARolloutForADefinitionAndStopsWhatItRetires(t *testing.T) {
 
 func TestCancelUpdate(t *testing.T) {
 	store, wf := &fakeStore{}, &fakeWorkflows{}
-	s := lrps.NewService(store, nil, zap.NewNop())
-	if _, err := s.CancelUpdate(t.Context(), "other"); !model.IsType(err, model.ErrResourceNotFound) {
+	noTemporal := lrps.NewService(store, nil, nil, zap.NewNop())
+	if _, err := noTemporal.CancelUpdate(t.Context(), "other"); !model.IsType(err, model.ErrResourceNotFound) {
 		t.Fatalf("cancel of a missing LRP: %v", err)
 	}
-	if _, err := s.CancelUpdate(t.Context(), "web"); !model.IsType(err, model.ErrUnavailable) {
+	if _, err := noTemporal.CancelUpdate(t.Context(), "web"); !model.IsType(err, model.ErrUnavailable) {
 		t.Fatalf("cancel without rollouts: %v", err)
 	}
-	s.SetRollouts(wf)
+	s := lrps.NewService(store, nil, wf, zap.NewNop())
 	for _, r := range []*model.Rollout{nil, {ProcessGUID: "web", State: model.RolloutCompleted}} {
 		store.rollout = r
 		if _, err := s.CancelUpdate(t.Context(), "web"); !model.IsType(err, model.ErrNoUpdateInProgress) {
@@ -125,5 +135,21 @@ func TestCancelUpdate(t *testing.T) {
 	// Without cells, what a removal retires is left to convergence (and logged).
 	if err := s.Remove(t.Context(), "web"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestRetireStopsWhatACellRuns(t *testing.T) {
+	stopper := &fakeStopper{}
+	s := lrps.NewService(&fakeStore{}, stopper, nil, zap.NewNop())
+	for _, i := range []int32{0, 3} {
+		if err := s.Retire(t.Context(), model.ActualLRPKey{ProcessGUID: "web", Index: i}); err != nil {
+			t.Fatalf("retire %d (a failed stop fails nothing): %v", i, err)
+		}
+	}
+	if !reflect.DeepEqual(stopper.stopped, running) {
+		t.Fatalf("stopped %+v, want the running instance alone", stopper.stopped)
+	}
+	if err := s.Retire(t.Context(), model.ActualLRPKey{ProcessGUID: "web", Index: 7}); !model.IsType(err, model.ErrResourceNotFound) {
+		t.Fatalf("retire of a missing instance: %v", err)
 	}
 }

@@ -206,3 +206,37 @@ func GroupActualLRPs(lrps []ActualLRP) []ActualLRPGroup {
 	}
 	return groups
 }
+
+// EachActualLRPGroup yields one group (GroupActualLRPs) per (process guid, definition id,
+// index) of the instances each walks, in the store's order, as they come: the store lists the
+// instances of a slot next to each other, so each group is complete when the next slot
+// begins, and a list of the fleet's groups holds one slot in memory, not the fleet. Both
+// APIs stream their lists of groups through it, so that they group alike.
+func EachActualLRPGroup(each func(fn func(*ActualLRP) error) error, yield func(*ActualLRPGroup) error) error {
+	var slot []ActualLRP
+	flush := func() error {
+		if len(slot) == 0 {
+			return nil
+		}
+		for _, g := range GroupActualLRPs(slot) {
+			if err := yield(&g); err != nil {
+				return err
+			}
+		}
+		slot = nil
+		return nil
+	}
+	err := each(func(a *ActualLRP) error {
+		if len(slot) > 0 && (slot[0].ProcessGUID != a.ProcessGUID || slot[0].DefinitionID != a.DefinitionID || slot[0].Index != a.Index) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		slot = append(slot, *a)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
+}

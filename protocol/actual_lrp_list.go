@@ -3,10 +3,16 @@ package protocol
 import (
 	"context"
 
-	"github.com/updatable-lrps/bbs/api"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol/pb"
 )
+
+// ActualLRPStore is what the instance routes read of the store directly; retiring an
+// instance goes through lrps.Service.
+type ActualLRPStore interface {
+	EachActualLRP(ctx context.Context, f model.ActualLRPFilter, fn func(*model.ActualLRP) error) error
+	ActualLRPGroupByProcessGUIDAndIndex(ctx context.Context, guid string, index int32) (*model.ActualLRPGroup, error)
+}
 
 // The instance routes of BBS's clients: the lists (Cloud Controller, route-emitter, cfdot,
 // ssh-proxy, the rep), the deprecated groups (cfdot) and retire (Cloud Controller, cfdot).
@@ -137,7 +143,7 @@ func serving(a *model.ActualLRP) int {
 // actualLRPGroups serves POST /v1/actual_lrp_groups/list (deprecated; cfdot): one group per
 // (process guid, definition id, index), streamed as the fleet's instances are.
 func (s *Server) actualLRPGroups(ctx context.Context, req *pb.ActualLRPGroupsRequest, yield func(entry) error) error {
-	return api.EachActualLRPGroup(func(fn func(*model.ActualLRP) error) error {
+	return model.EachActualLRPGroup(func(fn func(*model.ActualLRP) error) error {
 		return s.store.EachActualLRP(ctx, model.ActualLRPFilter{Domain: req.GetDomain(), CellID: req.GetCellId()}, fn)
 	}, func(g *model.ActualLRPGroup) error { return yield(protoEntry{actualLRPGroup(g)}) })
 }
@@ -148,7 +154,7 @@ func (s *Server) actualLRPGroupsByProcessGuid(ctx context.Context, req *pb.Actua
 	if req.GetProcessGuid() == "" {
 		return invalidFields("process_guid")
 	}
-	return api.EachActualLRPGroup(func(fn func(*model.ActualLRP) error) error {
+	return model.EachActualLRPGroup(func(fn func(*model.ActualLRP) error) error {
 		return s.store.EachActualLRP(ctx, model.ActualLRPFilter{ProcessGUID: req.GetProcessGuid()}, fn)
 	}, func(g *model.ActualLRPGroup) error { return yield(protoEntry{actualLRPGroup(g)}) })
 }
@@ -175,7 +181,7 @@ func (s *Server) actualLRPGroupByProcessGuidAndIndex(ctx context.Context, req *p
 	return &pb.ActualLRPGroupResponse{ActualLrpGroup: actualLRPGroup(g)}, nil
 }
 
-// retireActualLRP serves POST /v1/actual_lrps/retire with the JSON API's rules (api.Retirer):
+// retireActualLRP serves POST /v1/actual_lrps/retire with the JSON API's rules (lrps.Service.Retire):
 // the instance of the key's definition_id when given, else the active definition's; an
 // UNCLAIMED or CRASHED one goes at once, a CLAIMED or RUNNING one is stopped by its cell.
 func (s *Server) retireActualLRP(ctx context.Context, req *pb.RetireActualLRPRequest) (*pb.ActualLRPLifecycleResponse, error) {
@@ -196,7 +202,7 @@ func (s *Server) retireActualLRP(ctx context.Context, req *pb.RetireActualLRPReq
 	if err := invalidFields(bad...); err != nil {
 		return nil, err
 	}
-	return &pb.ActualLRPLifecycleResponse{}, s.retirer.Retire(ctx, model.ActualLRPKey{
+	return &pb.ActualLRPLifecycleResponse{}, s.lrps.Retire(ctx, model.ActualLRPKey{
 		ProcessGUID: k.GetProcessGuid(), DefinitionID: k.GetDefinitionId(), Index: k.GetIndex(), Domain: k.GetDomain(),
 	})
 }

@@ -281,7 +281,7 @@ func TestListCutShortIsAborted(t *testing.T) {
 		after   int
 		aborted bool
 	}{{1, false}, {900, true}} { // 900 instances are more than one write
-		srv := protocol.NewServer(cutStore{store, tc.after}, zaptest.NewLogger(t))
+		srv := protocol.NewServer(deps(cutStore{store, tc.after}, nil, nil, zaptest.NewLogger(t)))
 		srv.MarkReady()
 		ts := httptest.NewServer(srv)
 		resp, err := http.Post(ts.URL+"/v1/actual_lrps/list", "application/x-protobuf", nil)
@@ -433,7 +433,7 @@ func (s *stops) StopInstances(_ context.Context, lrps []model.ActualLRP) error {
 func TestRetireActualLRP(t *testing.T) {
 	store := dbtest.NewStore(t)
 	stopper := &stops{}
-	srv := protocol.NewServer(store, zaptest.NewLogger(t)).WithStopper(stopper)
+	srv := protocol.NewServer(deps(store, stopper, nil, zaptest.NewLogger(t)))
 	srv.MarkReady()
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)

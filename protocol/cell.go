@@ -9,6 +9,11 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 )
 
+// CellStore is what the cell route reads of the store.
+type CellStore interface {
+	Cells(ctx context.Context) ([]model.CellPresence, error)
+}
+
 // cells lists the cells whose presence is fresh (BBS reads them from Locket; ours keep their
 // presence in the store).
 func (s *Server) cells(ctx context.Context, _ *emptypb.Empty) (*pb.CellsResponse, error) {

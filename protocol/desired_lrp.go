@@ -3,20 +3,18 @@ package protocol
 import (
 	"context"
 
-	"github.com/updatable-lrps/bbs/api"
-	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol/pb"
 	"google.golang.org/protobuf/proto"
 )
 
-// DesiredLRPStore is what the desired LRP and LRP deployment routes need of the store: the
-// JSON API's reads and writes of desired LRPs and deployments, what lrps.Service changes
-// them through, and the routing infos.
+// DesiredLRPStore is what the desired LRP routes (and the LRP deployment routes' creation)
+// read and write of the store directly; their changes go through lrps.Service.
 type DesiredLRPStore interface {
-	api.DesiredLRPStore
-	api.LRPDeploymentStore
-	lrps.Store
+	DesireLRP(ctx context.Context, d *model.DesiredLRP) (*model.DesiredLRP, error)
+	DesiredLRPByProcessGUID(ctx context.Context, guid string) (*model.DesiredLRP, error)
+	EachDesiredLRP(ctx context.Context, f model.DesiredLRPFilter, fn func(*model.DesiredLRP) error) error
+	EachSchedulingInfo(ctx context.Context, f model.DesiredLRPFilter, fn func(*model.DesiredLRPSchedulingInfo) error) error
 	DesiredLRPRoutingInfos(ctx context.Context, f model.DesiredLRPFilter) ([]model.DesiredLRP, error)
 }
 

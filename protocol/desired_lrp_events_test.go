@@ -37,7 +37,9 @@ func TestDesiredLRPEventsCarryTheWholeLRP(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); hub.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	srv := protocol.NewServer(store, log).WithEvents(hub).WithStopper(&recorders.Stopper{}).WithRollouts(&recorders.Rollouts{})
+	d := deps(store, &recorders.Stopper{}, &recorders.Rollouts{}, log)
+	d.Events = hub
+	srv := protocol.NewServer(d)
 	srv.MarkReady()
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)

@@ -8,6 +8,12 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 )
 
+// DomainStore is what the domain routes read and write of the store.
+type DomainStore interface {
+	UpsertDomain(ctx context.Context, d model.Domain) error
+	FreshDomains(ctx context.Context) ([]string, error)
+}
+
 // upsertDomain keeps a domain fresh for ttl seconds (0: for good). BBS asks only for a
 // name, and takes any TTL a uint32 holds (136 years at most).
 func (s *Server) upsertDomain(ctx context.Context, req *pb.UpsertDomainRequest) (*pb.UpsertDomainResponse, error) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/updatable-lrps/bbs/api"
+	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol"
 	"github.com/updatable-lrps/bbs/protocol/pb"
 	"go.uber.org/zap/zaptest"
@@ -26,7 +26,7 @@ func TestBadInputIsAnInvalidRequestAndChangesNothing(t *testing.T) {
 		{"truncated", mustMarshal(t, &pb.UpsertDomainRequest{Domain: "cf-apps", Ttl: 1})[:4], "the request received is invalid"},
 		{"string not UTF-8", []byte{0x0a, 0x02, 0xc3, 0x28}, "the request received is invalid"},
 		{"wrong wire type for a field", []byte{0x08, 0x01}, "the request received is invalid"},
-		{"oversized", bytes.Repeat([]byte{0x0a}, api.MaxRequestBytes+1), "larger than"},
+		{"oversized", bytes.Repeat([]byte{0x0a}, model.MaxRequestBytes+1), "larger than"},
 		{"empty domain", mustMarshal(t, &pb.UpsertDomainRequest{Ttl: 5}), "Invalid field: domain"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,7 +64,7 @@ func TestUnknownRouteIsAPlainTextNotFound(t *testing.T) {
 // Until the migrations are in place the whole listener answers 503 with no body, as BBS
 // does.
 func TestNotReadyIsABare503(t *testing.T) {
-	s := protocol.NewServer(nil, zaptest.NewLogger(t))
+	s := protocol.NewServer(protocol.Deps{Log: zaptest.NewLogger(t)})
 	req, _ := http.NewRequest(http.MethodPost, "/v1/ping", nil)
 	w := newRecorder()
 	s.ServeHTTP(w, req)

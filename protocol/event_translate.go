@@ -129,15 +129,12 @@ func (s *Server) translateGroupEvent(ctx context.Context, e model.Event) ([]bbsE
 	return s.translateDesiredEvent(ctx, e)
 }
 
-// translateDesiredEvent passes a desired-LRP event to the hook, when there is one; the log's
-// other events (rollouts, pruning markers) are not BBS's.
+// translateDesiredEvent passes a desired-LRP event to the hook (Deps.DesiredLRPEvents); the
+// log's other events (rollouts, pruning markers) are not BBS's.
 func (s *Server) translateDesiredEvent(ctx context.Context, e model.Event) ([]bbsEvent, error) {
 	switch e.Name {
 	case model.EventDesiredLRPCreated, model.EventDesiredLRPChanged, model.EventDesiredLRPRemoved:
 	default:
-		return nil, nil
-	}
-	if s.streams.desired == nil {
 		return nil, nil
 	}
 	msg, err := s.streams.desired(ctx, e)

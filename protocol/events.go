@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/updatable-lrps/bbs/api"
+	"github.com/updatable-lrps/bbs/events"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol/pb"
 	"go.uber.org/zap"
@@ -31,24 +31,10 @@ type DesiredLRPEvents func(ctx context.Context, e model.Event) (proto.Message, e
 
 // eventStreams is what the streams need beyond the store.
 type eventStreams struct {
-	source  api.EventSource  // nil: the streams answer 503
-	desired DesiredLRPEvents // desiredLRPEvent unless replaced; nil: instance events only
+	source  events.Feed      // nil: the streams answer 503
+	desired DesiredLRPEvents // desiredLRPEvent unless Deps replaced it
 	closing chan struct{}    // closed by CloseStreams
 	once    sync.Once
-}
-
-// WithEvents gives the event streams their events: the JSON API's hub (events.Hub), of which
-// each stream is a subscriber of its own.
-func (s *Server) WithEvents(src api.EventSource) *Server {
-	s.streams.source = src
-	return s
-}
-
-// WithDesiredLRPEvents replaces the translation of the desired-LRP events of both streams
-// (desiredLRPEvent, desired_lrp_events.go); nil leaves the streams the instance events alone.
-func (s *Server) WithDesiredLRPEvents(fn DesiredLRPEvents) *Server {
-	s.streams.desired = fn
-	return s
 }
 
 // CloseStreams ends every event stream, open or to come: an http.Server shutting down waits
@@ -75,7 +61,7 @@ func (s *Server) groupEvents(w http.ResponseWriter, r *http.Request) {
 // A request that does not parse is answered as BBS answers it, a 500 with no body, and ok is
 // false.
 func (s *Server) cellFilter(w http.ResponseWriter, r *http.Request) (cell string, ok bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxRequestBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, model.MaxRequestBytes))
 	req := &pb.EventsByCellId{}
 	if err == nil {
 		err = proto.Unmarshal(body, req)

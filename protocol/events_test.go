@@ -37,7 +37,9 @@ func newStreamingServer(t *testing.T) *server {
 	go func() { defer close(done); hub.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	hooks := &taskHooks{}
-	srv := protocol.NewServer(store, log).WithEvents(hub).WithDesiredLRPEvents(desiredStandIn).WithTasks(hooks.service(store, log))
+	d := deps(store, nil, nil, log)
+	d.Events, d.DesiredLRPEvents, d.Tasks = hub, desiredStandIn, hooks.service(store, log)
+	srv := protocol.NewServer(d)
 	srv.MarkReady()
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)

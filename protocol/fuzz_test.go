@@ -451,8 +451,9 @@ func FuzzRequests(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		rt := fuzzRoutes[int(which)%len(fuzzRoutes)]
 		store := &recordingStore{}
-		s := protocol.NewServer(store, zap.NewNop()).WithStopper(countingStopper{store}).WithEvents(endedEvents{}).
-			WithRollouts(&recorders.Rollouts{}).WithTasks(tasks.NewService(store, model.DefaultMaxTaskRetries, zap.NewNop()))
+		d := deps(store, countingStopper{store}, &recorders.Rollouts{}, zap.NewNop())
+		d.Events, d.Tasks = endedEvents{}, tasks.NewService(store, nil, nil, model.DefaultMaxTaskRetries, zap.NewNop())
+		s := protocol.NewServer(d)
 		s.MarkReady()
 		method, path := http.MethodPost, rt.path
 		if m, p, ok := strings.Cut(rt.path, " "); ok {

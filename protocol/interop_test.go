@@ -19,10 +19,11 @@ import (
 
 type obj = map[string]any
 
-// jsonAPI is the JSON API over the protocol server's store.
+// jsonAPI is the JSON API over the protocol server's store and services, as a process serves
+// both.
 func (s *server) jsonAPI() string {
 	s.t.Helper()
-	a := api.NewServer(s.store, s.stopper, zaptest.NewLogger(s.t)).WithRollouts(s.rollouts)
+	a := api.NewServer(api.Deps{Store: s.store, LRPs: s.lrps, Tasks: s.tasks.svc, Log: zaptest.NewLogger(s.t)})
 	a.MarkReady()
 	ts := httptest.NewServer(a)
 	s.t.Cleanup(ts.Close)

@@ -8,6 +8,12 @@ import (
 	"github.com/updatable-lrps/bbs/protocol/pb"
 )
 
+// LRPDeploymentStore is what the LRP deployment routes read of the store directly.
+type LRPDeploymentStore interface {
+	LRPDeploymentByProcessGUID(ctx context.Context, guid string) (*model.LRPDeployment, error)
+	LRPDeployments(ctx context.Context, f model.DesiredLRPFilter) ([]model.LRPDeployment, error)
+}
+
 // The LRPDeployment operations of seed 000, on the paths of the JSON API's
 // /v1/lrp_deployments/...: a deployment is a desired LRP seen with all its definitions, so it
 // is created, changed and deleted through the same store and lrps.Service calls.

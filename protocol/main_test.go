@@ -13,9 +13,11 @@ import (
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/dbtest"
 	"github.com/updatable-lrps/bbs/internal/temporaltest"
+	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol"
 	"github.com/updatable-lrps/bbs/protocol/pb"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/protobuf/proto"
 )
@@ -32,6 +34,7 @@ type server struct {
 	store    *db.Store
 	stopper  *recorders.Stopper
 	rollouts *recorders.Rollouts
+	lrps     *lrps.Service
 	tasks    *taskHooks
 }
 
@@ -40,11 +43,23 @@ func newServer(t *testing.T) *server {
 	store := dbtest.NewStore(t)
 	stopper, rollouts, hooks := &recorders.Stopper{}, &recorders.Rollouts{}, &taskHooks{}
 	log := zaptest.NewLogger(t)
-	s := protocol.NewServer(store, log).WithStopper(stopper).WithRollouts(rollouts).WithTasks(hooks.service(store, log))
+	d := deps(store, stopper, rollouts, log)
+	d.Tasks = hooks.service(store, log)
+	s := protocol.NewServer(d)
 	s.MarkReady()
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
-	return &server{t: t, url: ts.URL, store: store, stopper: stopper, rollouts: rollouts, tasks: hooks}
+	return &server{t: t, url: ts.URL, store: store, stopper: stopper, rollouts: rollouts, lrps: d.LRPs, tasks: hooks}
+}
+
+// deps are a server's parts over store as a process builds them, with stopper and rollouts
+// (either may be nil: no cells, no Temporal) standing in for the cells and the rollout
+// workflows; no task service and no events until a test adds them.
+func deps(store interface {
+	protocol.Store
+	lrps.Store
+}, stopper lrps.Stopper, rollouts lrps.Rollouts, log *zap.Logger) protocol.Deps {
+	return protocol.Deps{Store: store, LRPs: lrps.NewService(store, stopper, rollouts, log), Log: log}
 }
 
 // postRaw posts body to path as BBS clients do and returns the raw answer.

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
-	"github.com/updatable-lrps/bbs/api"
+	"github.com/updatable-lrps/bbs/events"
 	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol/pb"
@@ -22,13 +22,36 @@ import (
 // anything else (a 404 of a route we do not serve, a 503) by it.
 const contentType = "application/x-protobuf"
 
-// Store is what the protocol's handlers read and write: the same store as the JSON API's.
+// Store is what the protocol's handlers read and write of the database directly: the same
+// store as the JSON API's (*db.Store). The changes that start rollouts, stop instances or
+// follow a task's change go through the services in Deps, which declare what they need.
 type Store interface {
-	api.Pinger
-	api.DomainStore
-	api.CellStore
-	api.ActualLRPStore
+	Ping(ctx context.Context) error
+	DomainStore
+	CellStore
+	ActualLRPStore
 	DesiredLRPStore
+	LRPDeploymentStore
+}
+
+// Deps are what a Server serves over. The services are built once per process and shared
+// with the JSON API's server (internal/system), so that a change made through either API is
+// made by the same service, by the same rules.
+type Deps struct {
+	// Store is the database (*db.Store).
+	Store Store
+	// LRPs changes LRPs (rolling updates, removals) and retires instances; required. Without
+	// its rollout workflows the changes that start rollouts answer a bare 503.
+	LRPs *lrps.Service
+	// Tasks serves the task routes and the task changes of the event streams; nil: the task
+	// routes answer a bare 503.
+	Tasks *tasks.Service
+	// Events feeds the event streams; nil: they answer 503.
+	Events events.Feed
+	// DesiredLRPEvents replaces the translation of the desired-LRP events of both LRP
+	// streams; nil: desiredLRPEvent (desired_lrp_events.go), BBS's messages.
+	DesiredLRPEvents DesiredLRPEvents
+	Log              *zap.Logger
 }
 
 // Server answers the BBS protocol.
@@ -37,45 +60,24 @@ type Server struct {
 	log     *zap.Logger
 	ready   atomic.Bool
 	mux     *http.ServeMux
-	retirer *api.Retirer
 	streams eventStreams
-	// lrps makes the changes to LRPs the JSON API makes too, the same way (WithStopper and
-	// WithRollouts give it the cells and the rollout workflows).
+	// lrps makes the changes to LRPs the JSON API makes too, the same way.
 	lrps *lrps.Service
-	// tasks makes the task changes the JSON API makes too (WithTasks); nil: the task
-	// routes answer 503.
+	// tasks makes the task changes the JSON API makes too; nil: the task routes answer 503.
 	tasks *tasks.Service
 }
 
-// NewServer builds the protocol server over store. It answers 503 with no body, as BBS does,
-// until MarkReady is called (after migrations). Retired instances that need a stop are left
-// to convergence until WithStopper names who stops them; the event streams answer 503 until
-// WithEvents gives them events; the changes that start rollouts (an update with a
-// definition, cancel_update, rollback, the LRP deployments') answer 503 until WithRollouts;
-// the task routes answer 503 until WithTasks.
-func NewServer(store Store, log *zap.Logger) *Server {
-	s := &Server{store: store, log: log.Named("bbs-protocol"), mux: http.NewServeMux()}
-	s.retirer = api.NewRetirer(store, nil, s.log)
-	s.lrps = lrps.NewService(store, nil, s.log)
+// NewServer builds the protocol server over d. It answers 503 with no body, as BBS does,
+// until MarkReady is called (after migrations).
+func NewServer(d Deps) *Server {
+	s := &Server{store: d.Store, log: d.Log.Named("bbs-protocol"), mux: http.NewServeMux(), lrps: d.LRPs, tasks: d.Tasks}
+	s.streams.source = d.Events
+	s.streams.desired = d.DesiredLRPEvents
+	if s.streams.desired == nil {
+		s.streams.desired = desiredLRPEvent
+	}
 	s.streams.closing = make(chan struct{})
-	s.streams.desired = desiredLRPEvent
 	s.routes()
-	return s
-}
-
-// WithStopper lets retire, and the changes that retire instances (a scale-down, a removal),
-// hand CLAIMED and RUNNING instances to their cells to stop, as the JSON API's do.
-func (s *Server) WithStopper(stopper api.Stopper) *Server {
-	s.retirer = api.NewRetirer(s.store, stopper, s.log)
-	s.lrps.SetStopper(stopper)
-	return s
-}
-
-// WithRollouts lets the server start rollouts (an update with a definition, cancel_update,
-// rollback, the LRP deployments' changes); without it those answer a bare 503. Call it
-// before serving.
-func (s *Server) WithRollouts(r lrps.Rollouts) *Server {
-	s.lrps.SetRollouts(r)
 	return s
 }
 
@@ -133,11 +135,11 @@ func route[Req, Resp proto.Message](s *Server, path string, fn func(context.Cont
 // decode reads the whole body (an empty one is a message with every field at its default)
 // into req. Anything that is not a well-formed req is BBS's InvalidRequest.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, req proto.Message) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxRequestBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, model.MaxRequestBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return model.Errorf(model.ErrInvalidRequest, "request body is larger than %d bytes", api.MaxRequestBytes)
+			return model.Errorf(model.ErrInvalidRequest, "request body is larger than %d bytes", model.MaxRequestBytes)
 		}
 		return model.WrapError(model.ErrInvalidRequest, msgInvalidRequest, err)
 	}

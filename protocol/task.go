@@ -5,7 +5,6 @@ import (
 
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/protocol/pb"
-	"github.com/updatable-lrps/bbs/tasks"
 )
 
 // The task routes (BBS-PROTOCOL.md §1.1, rows 32–43): each checks its request by BBS's
@@ -13,14 +12,6 @@ import (
 // desired through either API is the same task through the other, and what follows a change
 // (the completion callback, a stop to the cell of a cancelled task) follows it whichever API
 // made it.
-
-// WithTasks makes the task routes and the task event streams' changes go through svc, the
-// service the JSON API uses too; without it the task routes answer a bare 503. Call it
-// before serving.
-func (s *Server) WithTasks(svc *tasks.Service) *Server {
-	s.tasks = svc
-	return s
-}
 
 // needsTasks answers Unavailable (a bare 503, as BBS answers what it cannot serve) while the
 // server has no task service; fn then always has one.

@@ -159,7 +159,7 @@ func TestRefusedTaskRequestsChangeNothing(t *testing.T) {
 // Without a task service the task routes answer a bare 503, as BBS answers what it cannot
 // serve.
 func TestTaskRoutesWithoutTheService(t *testing.T) {
-	srv := protocol.NewServer(nil, zaptest.NewLogger(t))
+	srv := protocol.NewServer(protocol.Deps{Log: zaptest.NewLogger(t)})
 	srv.MarkReady()
 	for _, path := range []string{"/v1/tasks/desire.r2", "/v1/tasks/list.r3", "/v1/tasks/cancel"} {
 		w := httptest.NewRecorder()

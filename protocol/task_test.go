@@ -27,9 +27,7 @@ type taskHooks struct {
 
 // service is the task service the test server and the JSON API would share, over store.
 func (h *taskHooks) service(store *db.Store, log *zap.Logger) *tasks.Service {
-	h.svc = tasks.NewService(store, model.DefaultMaxTaskRetries, log)
-	h.svc.SetCells(h)
-	h.svc.SetCallbacks(h)
+	h.svc = tasks.NewService(store, h, h, model.DefaultMaxTaskRetries, log)
 	return h.svc
 }
 

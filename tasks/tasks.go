@@ -44,8 +44,9 @@ type Callbacks interface {
 	DeliverCallback(ctx context.Context, guid string) error
 }
 
-// Service makes the task changes over a store, and, once given them, tells cells to stop
-// cancelled tasks and starts completion callbacks.
+// Service makes the task changes over a store, tells cells to stop cancelled tasks and
+// starts completion callbacks. A process builds one and hands it to both APIs, so that a
+// task desired through one is the task the other reads and changes.
 type Service struct {
 	store      Store
 	cells      Cells
@@ -54,18 +55,14 @@ type Service struct {
 	log        *zap.Logger
 }
 
-// NewService builds a Service; maxRetries is how often a task may be rejected before it
-// fails (BBS's max_task_retries).
-func NewService(store Store, maxRetries int, log *zap.Logger) *Service {
-	return &Service{store: store, maxRetries: maxRetries, log: log.Named("tasks")}
+// NewService builds a Service. cells may be nil while no cell runs tasks (a cancelled task's
+// container is then left to its cell's own reconciliation); callbacks may be nil when the
+// process has no Temporal (completion callbacks then wait for convergence, which runs in the
+// worker). maxRetries is how often a task may be rejected before it fails (BBS's
+// max_task_retries).
+func NewService(store Store, cells Cells, callbacks Callbacks, maxRetries int, log *zap.Logger) *Service {
+	return &Service{store: store, cells: cells, callbacks: callbacks, maxRetries: maxRetries, log: log.Named("tasks")}
 }
-
-// SetCells names who stops cancelled tasks. Call it before serving.
-func (s *Service) SetCells(c Cells) { s.cells = c }
-
-// SetCallbacks names who delivers completion callbacks; without it they wait for
-// convergence (which runs in the worker). Call it before serving.
-func (s *Service) SetCallbacks(c Callbacks) { s.callbacks = c }
 
 // Desire validates and stores a new task.
 func (s *Service) Desire(ctx context.Context, t *model.Task) (*model.Task, error) {

@@ -90,7 +90,7 @@ func CancelRollout(ctx context.Context, c client.Client, taskQueue string, in Ro
 }
 
 // RolloutClient starts and steers rollout workflows from rollout rows: it is what the API
-// (api.Rollouts) and the converger's resumer (activities.RolloutStarter) need.
+// (lrps.Rollouts) and the converger's resumer (activities.RolloutStarter) need.
 type RolloutClient struct {
 	Client    client.Client
 	TaskQueue string

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/updatable-lrps/bbs/activities"
-	"github.com/updatable-lrps/bbs/api"
+	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/model"
 	bbsworker "github.com/updatable-lrps/bbs/worker"
 	"github.com/updatable-lrps/bbs/workflows"
@@ -735,9 +735,9 @@ func TestRolloutCancelOfAnEndedRowStillWalksBack(t *testing.T) {
 	}
 }
 
-// The client satisfies what the API and the converger's resumer need.
+// The client satisfies what the LRP service and the converger's resumer need.
 var (
-	_ api.Rollouts              = (*workflows.RolloutClient)(nil)
+	_ lrps.Rollouts             = (*workflows.RolloutClient)(nil)
 	_ activities.RolloutStarter = (*workflows.RolloutClient)(nil)
 )
 

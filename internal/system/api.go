@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/updatable-lrps/bbs/protocol"
-
 	"github.com/updatable-lrps/bbs/api"
 	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/events"
+	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/model"
+	"github.com/updatable-lrps/bbs/protocol"
 	"github.com/updatable-lrps/bbs/tasks"
 	"github.com/updatable-lrps/bbs/workflows"
 	"go.temporal.io/sdk/client"
@@ -89,17 +89,15 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	log := cfg.Log
 	hub := events.NewHub(cfg.Store, cfg.Store.Notifications(), cfg.Events, log)
 	stopper := &cellapi.Stopper{Cells: cfg.Store, Client: cfg.Cells}
-	// One task service for both APIs: a task desired through one is the task of the other.
-	taskService := tasks.NewService(cfg.Store, cmp.Or(cfg.MaxTaskRetries, model.DefaultMaxTaskRetries), log)
-	taskService.SetCells(stopper)
+	var callbacks tasks.Callbacks // none without Temporal: convergence delivers them
 	if cfg.Temporal != nil {
-		taskService.SetCallbacks(&workflows.TaskCallbackClient{Client: cfg.Temporal, TaskQueue: taskQueueOr(cfg.TaskQueue)})
+		callbacks = &workflows.TaskCallbackClient{Client: cfg.Temporal, TaskQueue: taskQueueOr(cfg.TaskQueue)}
 	}
-	server := api.NewServer(cfg.Store, stopper, log).WithEvents(hub).
-		WithRollouts(cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue)).WithTasks(taskService)
-	if cfg.Metrics != nil {
-		server.WithMetrics(cfg.Metrics)
-	}
+	// One service of each kind for both APIs: a change made through one is made by the same
+	// rules as through the other, and a task desired through one is the task of the other.
+	lrpService := lrps.NewService(cfg.Store, stopper, cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue), log)
+	taskService := tasks.NewService(cfg.Store, stopper, callbacks, cmp.Or(cfg.MaxTaskRetries, model.DefaultMaxTaskRetries), log)
+	server := api.NewServer(api.Deps{Store: cfg.Store, LRPs: lrpService, Tasks: taskService, Events: hub, Metrics: cfg.Metrics, Log: log})
 	ctx, cancel := context.WithCancel(ctx)
 	a := &API{
 		Server: server,
@@ -108,8 +106,7 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	}
 	var protocolServer *protocol.Server
 	if cfg.ProtocolListener != nil || cfg.ProtocolTLSListener != nil {
-		protocolServer = protocol.NewServer(cfg.Store, log).WithStopper(stopper).WithEvents(hub).
-			WithRollouts(cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue)).WithTasks(taskService)
+		protocolServer = protocol.NewServer(protocol.Deps{Store: cfg.Store, LRPs: lrpService, Tasks: taskService, Events: hub, Log: log})
 		serve := func(ln net.Listener, scheme string) *servedHTTP {
 			if ln == nil {
 				return nil
