@@ -45,6 +45,11 @@ func decodeRequest(body []byte, v any) error {
 }
 
 func describeDecodeError(err error) error {
+	// A field that decodes itself strictly (model.RolloutStrategy) says what is wrong.
+	var me *model.Error
+	if errors.As(err, &me) {
+		return me
+	}
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		field := typeErr.Field

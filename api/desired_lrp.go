@@ -62,16 +62,30 @@ func (r *updateDesiredLRPRequest) Validate() error {
 	return r.Update.Validate()
 }
 
+// rollbackRequest is the body of a rollback and of an activation: the definition to walk
+// to, and how (ROLLOUTS-NEXT.md section 1).
 type rollbackRequest struct {
-	ProcessGUID  string `json:"process_guid"`
-	DefinitionID string `json:"definition_id"`
+	ProcessGUID  string                 `json:"process_guid"`
+	DefinitionID string                 `json:"definition_id"`
+	Strategy     *model.RolloutStrategy `json:"strategy,omitempty"`
 }
 
 func (r *rollbackRequest) Validate() error {
 	if err := model.ValidateGUID("process_guid", r.ProcessGUID); err != nil {
 		return err
 	}
-	return model.ValidateGUID("definition_id", r.DefinitionID)
+	if err := model.ValidateGUID("definition_id", r.DefinitionID); err != nil {
+		return err
+	}
+	return validateStrategy(r.Strategy)
+}
+
+// validateStrategy checks a request's own strategy, if it gives one.
+func validateStrategy(s *model.RolloutStrategy) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	return s.Supported()
 }
 
 type desiredLRPResponse struct {
@@ -114,7 +128,7 @@ func (h *desiredLRPHandlers) cancelUpdate(ctx context.Context, req *processGUIDR
 // rollback rolls the LRP to a stored earlier definition (seed 001).
 func (h *desiredLRPHandlers) rollback(ctx context.Context, req *rollbackRequest) (desiredLRPResponse, error) {
 	st, err := h.lrps.StartRollout(ctx, db.RolloutRequest{ProcessGUID: req.ProcessGUID, Kind: model.RolloutKindRollback,
-		DefinitionID: req.DefinitionID})
+		DefinitionID: req.DefinitionID, Strategy: req.Strategy})
 	if err != nil {
 		return desiredLRPResponse{}, err
 	}

@@ -43,6 +43,9 @@ var fuzzDecoders = []fuzzDecoder{
 	fuzzDecoderFor[actualLRPGroupByIndexRequest]("actualLRPGroupByIndexRequest"),
 	fuzzDecoderFor[retireRequest]("retireRequest"),
 	fuzzDecoderFor[rolloutFilterRequest]("rolloutFilterRequest"),
+	fuzzDecoderFor[setPaceRequest]("setPaceRequest"),
+	fuzzDecoderFor[abortRequest]("abortRequest"),
+	fuzzDecoderFor[promoteRequest]("promoteRequest"),
 	fuzzDecoderFor[listCellsRequest]("listCellsRequest"),
 	fuzzDecoderFor[desireTaskRequest]("desireTaskRequest"),
 	fuzzDecoderFor[tasksRequest]("tasksRequest"),
@@ -67,6 +70,8 @@ func FuzzDecodeRequests(f *testing.F) {
 	f.Add([]byte(`null`))
 	f.Add([]byte(`{`))
 	f.Add([]byte(`{"process_guid":"web 1"}`))
+	f.Add([]byte(`{"process_guid":"web-1","update":{"definition_id":"v2","definition":{"rootfs":"x","action":{"run":{"path":"/a"}}}},"strategy":{"max_in_flight":2,"canary":{"steps":[{"instances":1}]}}}`))
+	f.Add([]byte(`{"process_guid":"web-1","max_in_flight":3,"reason":"x"}`))
 	f.Add([]byte(`{"process_guid":"web-1","index":-1,"actual_lrp_key":{"process_guid":"web-1","index":0,"domain":"d"}}`))
 
 	f.Fuzz(func(t *testing.T, body []byte) {

@@ -33,10 +33,15 @@ func (r *createLRPDeploymentRequest) Validate() (err error) {
 	return err
 }
 
+// updateLRPDeploymentRequest is an update of seed 000's shape, with the strategy of its
+// rollout and the LRP's default strategy beside it at the top level (ROLLOUTS-NEXT.md
+// section 1).
 type updateLRPDeploymentRequest struct {
-	ProcessGUID string                     `json:"process_guid"`
-	Update      *model.LRPDeploymentUpdate `json:"update"`
-	update      *model.DesiredLRPUpdate
+	ProcessGUID     string                     `json:"process_guid"`
+	Update          *model.LRPDeploymentUpdate `json:"update"`
+	Strategy        *model.RolloutStrategy     `json:"strategy,omitempty"`
+	RolloutStrategy *model.RolloutStrategy     `json:"rollout_strategy,omitempty"`
+	update          *model.DesiredLRPUpdate
 }
 
 func (r *updateLRPDeploymentRequest) Validate() (err error) {
@@ -46,8 +51,11 @@ func (r *updateLRPDeploymentRequest) Validate() (err error) {
 	if r.Update == nil {
 		return model.Errorf(model.ErrInvalidRequest, "update is required")
 	}
-	r.update, err = r.Update.DesiredLRPUpdate()
-	return err
+	if r.update, err = r.Update.DesiredLRPUpdate(); err != nil {
+		return err
+	}
+	r.update.Strategy, r.update.RolloutStrategy = r.Strategy, r.RolloutStrategy
+	return r.update.Validate()
 }
 
 type lrpDeploymentResponse struct {
@@ -77,7 +85,7 @@ func (h *lrpDeploymentHandlers) updateLRPDeployment(ctx context.Context, req *up
 // activateLRPDeployment walks the LRP to a definition of its map (seed 000).
 func (h *lrpDeploymentHandlers) activateLRPDeployment(ctx context.Context, req *rollbackRequest) (lrpDeploymentResponse, error) {
 	if _, err := h.lrps.StartRollout(ctx, db.RolloutRequest{ProcessGUID: req.ProcessGUID, Kind: model.RolloutKindActivate,
-		DefinitionID: req.DefinitionID, Supersede: true}); err != nil {
+		DefinitionID: req.DefinitionID, Supersede: true, Strategy: req.Strategy}); err != nil {
 		return lrpDeploymentResponse{}, err
 	}
 	return h.get(ctx, req.ProcessGUID)

@@ -117,7 +117,7 @@ func TestDomains(t *testing.T) {
 	}
 }
 
-var rolloutFields = []string{"id", "process_guid", "kind", "from_definition_id", "to_definition_id", "state",
+var rolloutFields = []string{"id", "process_guid", "kind", "from_definition_id", "to_definition_id", "state", "phase",
 	"current_index", "updated_instances", "instances", "given_up_indices", "started_at", "workflow_id"}
 
 func TestRollouts(t *testing.T) {
@@ -147,7 +147,8 @@ VALUES
 		t.Helper()
 		out := []string{}
 		for _, r := range l {
-			requireKeys(t, "rollout", r, rolloutFields, []string{"finished_at", "run_id", "reason"})
+			requireKeys(t, "rollout", r, rolloutFields, []string{"finished_at", "run_id", "reason", "strategy", "failure",
+				"revert_failure", "reverted_to"})
 			out = append(out, r.str(t, "id"))
 		}
 		return out
@@ -173,7 +174,7 @@ VALUES
 		r := h.ok("/v1/rollouts/get", obj{"process_guid": "p"}).obj(t, "rollout")
 		want := obj{
 			"id": b, "process_guid": "p", "kind": "update", "from_definition_id": "v2", "to_definition_id": "v3",
-			"state": "active", "workflow_id": "wf-b", "run_id": "run-b",
+			"state": "active", "phase": "walking", "workflow_id": "wf-b", "run_id": "run-b",
 		}
 		for k, v := range want {
 			if r[k] != v {

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 
+	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/model"
 )
 
@@ -13,10 +14,12 @@ type RolloutStore interface {
 	RolloutByProcessGUID(ctx context.Context, guid string) (*model.Rollout, error)
 }
 
-// rolloutHandlers serve the rollout routes, which read rollouts; the changes that start or
-// cancel one are the desired LRP and LRP deployment routes' (through lrps.Service).
+// rolloutHandlers serve the rollout routes: they read rollouts and steer the one under way
+// (ROLLOUTS-NEXT.md section 3, through lrps.Service); the changes that start or cancel one
+// are the desired LRP and LRP deployment routes'.
 type rolloutHandlers struct {
 	store RolloutStore
+	lrps  *lrps.Service
 }
 
 type rolloutFilterRequest struct {
@@ -45,5 +48,75 @@ func (h *rolloutHandlers) listRollouts(ctx context.Context, req *rolloutFilterRe
 
 func (h *rolloutHandlers) getRollout(ctx context.Context, req *processGUIDRequest) (rolloutResponse, error) {
 	r, err := h.store.RolloutByProcessGUID(ctx, req.ProcessGUID)
+	return rolloutResponse{Rollout: r}, err
+}
+
+// setPaceRequest is set_pace's body.
+type setPaceRequest struct {
+	ProcessGUID string `json:"process_guid"`
+	MaxInFlight *int32 `json:"max_in_flight"`
+}
+
+func (r *setPaceRequest) Validate() error {
+	if err := model.ValidateGUID("process_guid", r.ProcessGUID); err != nil {
+		return err
+	}
+	if r.MaxInFlight == nil {
+		return model.Errorf(model.ErrInvalidRequest, "max_in_flight is required")
+	}
+	if *r.MaxInFlight < 1 || *r.MaxInFlight > model.MaxInstances {
+		return model.Errorf(model.ErrInvalidRequest, "max_in_flight must be between 1 and %d", model.MaxInstances)
+	}
+	return nil
+}
+
+// abortRequest is abort's body.
+type abortRequest struct {
+	ProcessGUID string `json:"process_guid"`
+	Reason      string `json:"reason"`
+}
+
+func (r *abortRequest) Validate() error {
+	if err := model.ValidateGUID("process_guid", r.ProcessGUID); err != nil {
+		return err
+	}
+	if len(r.Reason) > lrps.MaxAbortReason {
+		return model.Errorf(model.ErrInvalidRequest, "reason is %d bytes, more than %d", len(r.Reason), lrps.MaxAbortReason)
+	}
+	return nil
+}
+
+// promoteRequest is promote's body.
+type promoteRequest struct {
+	ProcessGUID string `json:"process_guid"`
+	Full        bool   `json:"full"`
+}
+
+func (r *promoteRequest) Validate() error {
+	return model.ValidateGUID("process_guid", r.ProcessGUID)
+}
+
+func (h *rolloutHandlers) pause(ctx context.Context, req *processGUIDRequest) (rolloutResponse, error) {
+	r, err := h.lrps.Pause(ctx, req.ProcessGUID)
+	return rolloutResponse{Rollout: r}, err
+}
+
+func (h *rolloutHandlers) resume(ctx context.Context, req *processGUIDRequest) (rolloutResponse, error) {
+	r, err := h.lrps.Resume(ctx, req.ProcessGUID)
+	return rolloutResponse{Rollout: r}, err
+}
+
+func (h *rolloutHandlers) abort(ctx context.Context, req *abortRequest) (rolloutResponse, error) {
+	r, err := h.lrps.Abort(ctx, req.ProcessGUID, req.Reason)
+	return rolloutResponse{Rollout: r}, err
+}
+
+func (h *rolloutHandlers) setPace(ctx context.Context, req *setPaceRequest) (rolloutResponse, error) {
+	r, err := h.lrps.SetPace(ctx, req.ProcessGUID, *req.MaxInFlight)
+	return rolloutResponse{Rollout: r}, err
+}
+
+func (h *rolloutHandlers) promote(ctx context.Context, req *promoteRequest) (rolloutResponse, error) {
+	r, err := h.lrps.Promote(ctx, req.ProcessGUID)
 	return rolloutResponse{Rollout: r}, err
 }

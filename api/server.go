@@ -84,7 +84,7 @@ func NewServer(d Deps) *Server {
 		desired:     &desiredLRPHandlers{store: d.Store, lrps: d.LRPs},
 		deployments: &lrpDeploymentHandlers{store: d.Store, desired: d.Store, lrps: d.LRPs},
 		actual:      &actualLRPHandlers{store: d.Store, lrps: d.LRPs},
-		rollouts:    &rolloutHandlers{store: d.Store},
+		rollouts:    &rolloutHandlers{store: d.Store, lrps: d.LRPs},
 		cells:       &cellHandlers{store: d.Store},
 		lifecycle:   &lifecycleHandlers{store: d.Store, log: log},
 		evacuation:  &evacuationHandlers{store: d.Store},
@@ -156,6 +156,11 @@ func (s *Server) routes(h routeHandlers) chi.Router {
 
 		r.Post("/v1/rollouts/list", handle(s, h.rollouts.listRollouts))
 		r.Post("/v1/rollouts/get", handle(s, h.rollouts.getRollout))
+		r.Post("/v1/rollouts/pause", handle(s, h.rollouts.pause))
+		r.Post("/v1/rollouts/resume", handle(s, h.rollouts.resume))
+		r.Post("/v1/rollouts/abort", handle(s, h.rollouts.abort))
+		r.Post("/v1/rollouts/set_pace", handle(s, h.rollouts.setPace))
+		r.Post("/v1/rollouts/promote", handle(s, h.rollouts.promote))
 
 		r.Post("/v1/cells/list", handle(s, h.cells.listCells))
 		r.Post("/v1/cells/heartbeat", handle(s, h.cells.cellHeartbeat))

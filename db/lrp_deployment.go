@@ -36,6 +36,10 @@ JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.live`+
 			if err != nil {
 				return nil, err
 			}
+			strategy, err := decodeStrategy(r.RolloutStrategy)
+			if err != nil {
+				return nil, err
+			}
 			out = append(out, model.LRPDeployment{
 				ProcessGUID:         r.ProcessGUID,
 				Domain:              r.Domain,
@@ -46,6 +50,7 @@ JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.live`+
 				Definitions:         map[string]model.LRPDefinition{},
 				ActiveDefinitionID:  r.ActiveDefinitionID,
 				HealthyDefinitionID: r.HealthyDefinitionID.String,
+				RolloutStrategy:     strategy,
 			})
 		}
 		def, err := r.Def.model()

@@ -1,8 +1,12 @@
 package db
 
 import (
+	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
+
+	"github.com/jmoiron/sqlx"
 
 	"github.com/updatable-lrps/bbs/model"
 )
@@ -81,4 +85,31 @@ func resolveStrategy(req RolloutRequest, lrpDefault jsonText) (jsonText, error) 
 	}
 	resolved := model.ResolveStrategy(req.Strategy, def, req.Defaults)
 	return encodeStrategy(&resolved)
+}
+
+// SetRolloutPace records a rollout's new max_in_flight (set_pace) in its strategy, with a
+// rollout_changed event; NoRolloutInProgress once the rollout has ended.
+func (s *Store) SetRolloutPace(ctx context.Context, id string, maxInFlight int32) (*model.Rollout, error) {
+	if _, err := uuidOrInvalid(id); err != nil {
+		return nil, err
+	}
+	var out model.Rollout
+	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		var r rolloutRow
+		err := tx.GetContext(ctx, &r, `UPDATE rollouts
+SET strategy = jsonb_set(COALESCE(strategy, '{}'), '{max_in_flight}', to_jsonb($2::integer))
+WHERE id = $1 AND state IN `+inProgressStates+` RETURNING `+rolloutColumns, id, maxInFlight)
+		if err == sql.ErrNoRows {
+			return model.Errorf(model.ErrNoRolloutInProgress, "rollout %s is no longer in progress", id)
+		}
+		if err != nil {
+			return err
+		}
+		out = r.model()
+		return appendEvents(ctx, tx, event(model.EventRolloutChanged, out))
+	})
+	if err != nil {
+		return nil, mapError(err)
+	}
+	return &out, nil
 }

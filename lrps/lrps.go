@@ -24,6 +24,7 @@ type Store interface {
 	RolloutByProcessGUID(ctx context.Context, guid string) (*model.Rollout, error)
 	StartRollout(ctx context.Context, req db.RolloutRequest) (*db.RolloutStart, error)
 	RetireActualLRP(ctx context.Context, key model.ActualLRPKey) (*model.ActualLRP, error)
+	SetRolloutPace(ctx context.Context, id string, maxInFlight int32) (*model.Rollout, error)
 }
 
 // Stopper asks cells to stop CLAIMED or RUNNING instances; the cells then remove the records.
@@ -37,6 +38,11 @@ type Rollouts interface {
 	StartRollout(ctx context.Context, r *model.Rollout, domain string) error
 	SupersedeRollout(ctx context.Context, r *model.Rollout, domain string) error
 	CancelRollout(ctx context.Context, r *model.Rollout, domain string) error
+	// Control signals the rollout r's workflow (model.RolloutControl); the workflow applies
+	// each control once, so repeating one changes nothing.
+	Control(ctx context.Context, r *model.Rollout, c model.RolloutControl) error
+	// Defaults is the server's layer of every rollout's strategy.
+	Defaults() *model.RolloutStrategy
 }
 
 // ErrNoRollouts answers a change that needs a rollout workflow when there is no Temporal.
@@ -68,7 +74,7 @@ func NewService(store Store, stopper Stopper, rollouts Rollouts, log *zap.Logger
 func (s *Service) Update(ctx context.Context, guid string, u *model.DesiredLRPUpdate, supersede bool) (*model.DesiredLRP, error) {
 	if u.Definition != nil {
 		st, err := s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: guid, Kind: model.RolloutKindUpdate,
-			Definition: u.Definition, Update: withoutDefinition(u), Supersede: supersede})
+			Definition: u.Definition, Update: withoutDefinition(u), Supersede: supersede, Strategy: u.Strategy})
 		if err != nil {
 			return nil, err
 		}
@@ -88,6 +94,9 @@ func (s *Service) Update(ctx context.Context, guid string, u *model.DesiredLRPUp
 func (s *Service) StartRollout(ctx context.Context, req db.RolloutRequest) (*db.RolloutStart, error) {
 	if s.workflows == nil {
 		return nil, ErrNoRollouts
+	}
+	if req.Defaults == nil {
+		req.Defaults = s.workflows.Defaults()
 	}
 	st, err := s.store.StartRollout(ctx, req)
 	if err != nil {
@@ -171,10 +180,11 @@ func (s *Stops) Stop(ctx context.Context, lrps []model.ActualLRP) {
 
 // withoutDefinition is u's other fields, applied with the rollout in the same transaction.
 func withoutDefinition(u *model.DesiredLRPUpdate) *model.DesiredLRPUpdate {
-	if u.Instances == nil && u.Routes == nil && u.Annotation == nil && u.MetricTags == nil && u.ActiveDefinition == nil {
+	if u.Instances == nil && u.Routes == nil && u.Annotation == nil && u.MetricTags == nil && u.ActiveDefinition == nil &&
+		u.RolloutStrategy == nil {
 		return nil
 	}
 	c := *u
-	c.Definition = nil
+	c.Definition, c.Strategy = nil, nil
 	return &c
 }

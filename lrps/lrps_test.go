@@ -61,6 +61,12 @@ func (f *fakeStore) RetireActualLRP(_ context.Context, key model.ActualLRPKey) (
 	return nil, model.Errorf(model.ErrResourceNotFound, "no instance at %d", key.Index)
 }
 
+func (f *fakeStore) SetRolloutPace(_ context.Context, _ string, n int32) (*model.Rollout, error) {
+	r := *f.rollout
+	r.Strategy = &model.RolloutStrategy{MaxInFlight: &n}
+	return &r, nil
+}
+
 type fakeStopper struct{ stopped []model.ActualLRP }
 
 func (s *fakeStopper) StopInstances(_ context.Context, lrps []model.ActualLRP) error {
@@ -81,6 +87,14 @@ func (w *fakeWorkflows) SupersedeRollout(context.Context, *model.Rollout, string
 func (w *fakeWorkflows) CancelRollout(context.Context, *model.Rollout, string) error {
 	w.calls = append(w.calls, "cancel")
 	return nil
+}
+func (w *fakeWorkflows) Control(_ context.Context, _ *model.Rollout, c model.RolloutControl) error {
+	w.calls = append(w.calls, c.Kind)
+	return nil
+}
+func (w *fakeWorkflows) Defaults() *model.RolloutStrategy {
+	s := model.DefaultRolloutStrategy()
+	return &s
 }
 
 func TestUpdateStartsARolloutForADefinitionAndStopsWhatItRetires(t *testing.T) {

@@ -14,13 +14,17 @@ type ErrorType string
 
 // The error types of the HTTP contract (API.md).
 const (
-	ErrInvalidRequest         ErrorType = "InvalidRequest"
-	ErrInvalidJSON            ErrorType = "InvalidJSON"
-	ErrResourceNotFound       ErrorType = "ResourceNotFound"
-	ErrResourceExists         ErrorType = "ResourceExists"
-	ErrResourceConflict       ErrorType = "ResourceConflict"
-	ErrUpdateInProgress       ErrorType = "UpdateInProgress"
-	ErrNoUpdateInProgress     ErrorType = "NoUpdateInProgress"
+	ErrInvalidRequest     ErrorType = "InvalidRequest"
+	ErrInvalidJSON        ErrorType = "InvalidJSON"
+	ErrResourceNotFound   ErrorType = "ResourceNotFound"
+	ErrResourceExists     ErrorType = "ResourceExists"
+	ErrResourceConflict   ErrorType = "ResourceConflict"
+	ErrUpdateInProgress   ErrorType = "UpdateInProgress"
+	ErrNoUpdateInProgress ErrorType = "NoUpdateInProgress"
+	// ErrNoRolloutInProgress and ErrInvalidPhase refuse a rollout control (ROLLOUTS-NEXT.md
+	// section 3): there is none under way, or it is in a phase the call does not apply to.
+	ErrNoRolloutInProgress    ErrorType = "NoRolloutInProgress"
+	ErrInvalidPhase           ErrorType = "InvalidPhase"
 	ErrInvalidStateTransition ErrorType = "InvalidStateTransition"
 	ErrCannotBeClaimed        ErrorType = "ActualLRPCannotBeClaimed"
 	ErrCannotBeStarted        ErrorType = "ActualLRPCannotBeStarted"

@@ -12,6 +12,8 @@ type LRPDeployment struct {
 	Definitions         map[string]LRPDefinition `json:"definitions"`
 	ActiveDefinitionID  string                   `json:"active_definition_id"`
 	HealthyDefinitionID string                   `json:"healthy_definition_id"`
+	// RolloutStrategy is the LRP's default rollout strategy (DesiredLRP.RolloutStrategy).
+	RolloutStrategy *RolloutStrategy `json:"rollout_strategy,omitempty"`
 }
 
 // LRPDeploymentCreate is the CreateLRPDeployment request of seed 000.
@@ -23,6 +25,8 @@ type LRPDeploymentCreate struct {
 	Annotation   string         `json:"annotation,omitempty"`
 	DefinitionID string         `json:"definition_id"`
 	Definition   *LRPDefinition `json:"definition"`
+	// RolloutStrategy is the LRP's default rollout strategy.
+	RolloutStrategy *RolloutStrategy `json:"rollout_strategy,omitempty"`
 }
 
 // DesiredLRP converts the request to the DesiredLRP it creates, checking that the definition id
@@ -40,12 +44,13 @@ func (c *LRPDeploymentCreate) DesiredLRP() (*DesiredLRP, error) {
 	}
 	def.DefinitionID = c.DefinitionID
 	d := &DesiredLRP{
-		ProcessGUID:   c.ProcessGUID,
-		Domain:        c.Domain,
-		Instances:     c.Instances,
-		Routes:        c.Routes,
-		Annotation:    c.Annotation,
-		LRPDefinition: def,
+		ProcessGUID:     c.ProcessGUID,
+		Domain:          c.Domain,
+		Instances:       c.Instances,
+		Routes:          c.Routes,
+		Annotation:      c.Annotation,
+		LRPDefinition:   def,
+		RolloutStrategy: c.RolloutStrategy,
 	}
 	return d, d.Validate()
 }

@@ -177,3 +177,22 @@ type RolloutFailure struct {
 	Kind         string `json:"kind"`
 	Detail       string `json:"detail,omitempty"`
 }
+
+// RolloutControl is one of the controls of a rollout under way (ROLLOUTS-NEXT.md section 3),
+// as its workflow receives it.
+type RolloutControl struct {
+	// Kind is ControlPause, ControlResume, ControlSetPace or ControlAbort.
+	Kind string
+	// MaxInFlight is set_pace's new pace.
+	MaxInFlight int32
+	// Reason is why an operator aborts.
+	Reason string
+}
+
+// The kinds of RolloutControl.
+const (
+	ControlPause   = "pause"
+	ControlResume  = "resume"
+	ControlSetPace = "set_pace"
+	ControlAbort   = "abort"
+)

@@ -142,6 +142,16 @@ func (s *recordingStore) RemoveDesiredLRP(_ context.Context, guid string) (*db.R
 func (s *recordingStore) RolloutByProcessGUID(_ context.Context, guid string) (*model.Rollout, error) {
 	return nil, model.Errorf(model.ErrResourceNotFound, "no rollout of %q", guid)
 }
+func (s *recordingStore) SetRolloutPace(_ context.Context, id string, n int32) (*model.Rollout, error) {
+	s.write(func() error {
+		if n < 1 {
+			return model.Errorf(model.ErrInvalidRequest, "max_in_flight %d", n)
+		}
+		return nil
+	})
+	return &model.Rollout{ID: id}, nil
+}
+
 func (s *recordingStore) StartRollout(_ context.Context, req db.RolloutRequest) (*db.RolloutStart, error) {
 	d, err := s.lookup(req.ProcessGUID)
 	if err != nil {

@@ -166,3 +166,27 @@ func (rc *RolloutClient) SupersedeRollout(ctx context.Context, r *model.Rollout,
 func (rc *RolloutClient) CancelRollout(ctx context.Context, r *model.Rollout, domain string) error {
 	return CancelRollout(ctx, rc.Client, rc.TaskQueue, rc.Input(r, domain))
 }
+
+// Control signals the rollout r's workflow: pause, resume, set_pace or abort. A workflow that
+// is not running answers an error (the API says Unavailable); the converger starts a run for
+// every rollout under way, which then takes the control when it is sent again.
+func (rc *RolloutClient) Control(ctx context.Context, r *model.Rollout, c model.RolloutControl) error {
+	var name string
+	var arg any
+	switch c.Kind {
+	case model.ControlPause:
+		name = SignalPause
+	case model.ControlResume:
+		name = SignalResume
+	case model.ControlSetPace:
+		name, arg = SignalSetPace, SetPaceSignal{MaxInFlight: int(c.MaxInFlight)}
+	case model.ControlAbort:
+		name, arg = SignalAbort, AbortSignal{Reason: c.Reason}
+	default:
+		return fmt.Errorf("unknown rollout control %q", c.Kind)
+	}
+	if err := rc.Client.SignalWorkflow(ctx, model.RolloutWorkflowID(r.ProcessGUID), "", name, arg); err != nil {
+		return fmt.Errorf("signal %s to the rollout of %s: %w", name, r.ProcessGUID, err)
+	}
+	return nil
+}

@@ -75,6 +75,17 @@ func (r *Rollouts) CancelRollout(_ context.Context, ro *model.Rollout, _ string)
 	return r.record("cancel", ro)
 }
 
+// Control records a control: kind:guid:to, then the control's kind.
+func (r *Rollouts) Control(_ context.Context, ro *model.Rollout, c model.RolloutControl) error {
+	return r.record("control-"+c.Kind, ro)
+}
+
+// Defaults is the contract's default strategy, as a server without flags resolves it.
+func (r *Rollouts) Defaults() *model.RolloutStrategy {
+	s := model.DefaultRolloutStrategy()
+	return &s
+}
+
 // Calls returns the calls so far, in order.
 func (r *Rollouts) Calls() []string {
 	r.mu.Lock()
