@@ -38,6 +38,17 @@ func (c *Client) SetRolloutPace(ctx context.Context, guid string, maxInFlight in
 	return c.rolloutCall(ctx, "/v1/rollouts/set_pace", map[string]any{"process_guid": guid, "max_in_flight": maxInFlight})
 }
 
+// AbortRollout stops the rollout and reverts it to the definition it started from; reason is
+// kept in its failure.
+func (c *Client) AbortRollout(ctx context.Context, guid, reason string) (*model.Rollout, error) {
+	return c.rolloutCall(ctx, "/v1/rollouts/abort", map[string]any{"process_guid": guid, "reason": reason})
+}
+
+// PromoteRollout leaves a manual canary step (full: every remaining step and analysis).
+func (c *Client) PromoteRollout(ctx context.Context, guid string, full bool) (*model.Rollout, error) {
+	return c.rolloutCall(ctx, "/v1/rollouts/promote", map[string]any{"process_guid": guid, "full": full})
+}
+
 // rolloutCall posts req to a route that answers {"rollout"}.
 func (c *Client) rolloutCall(ctx context.Context, route string, req any) (*model.Rollout, error) {
 	var resp struct {

@@ -32,6 +32,8 @@ commands:
   sshd      the ssh daemon an LRP runs beside its app (a codependent action)
   tps-watcher  report instance crashes to Cloud Controller, from the BBS event stream
   lb        the load-balancing front of several API replicas (round robin, failover)
+  rollout   a rollout's live view and controls: status, watch (exits non-zero when it
+            ends failed or reverted), pause, resume, set-pace, abort (bbs rollout -h)
   cluster   the production topology on one machine (make cluster): PostgreSQL, the real
             Temporal server and its UI, 2 API replicas behind 'bbs lb', 2 workers, 3 cells
             and the router, each a supervised process, mutual TLS between them
@@ -69,8 +71,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), signals...)
 	defer stop()
 	if err := cmd(ctx, os.Args[2:]); err != nil && !errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(os.Stderr, "bbs %s: %v\n", os.Args[1], err)
-		os.Exit(1)
+		var explained errExit
+		if !errors.As(err, &explained) {
+			fmt.Fprintf(os.Stderr, "bbs %s: %v\n", os.Args[1], err)
+		}
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -88,6 +93,7 @@ func commands() map[string]func(ctx context.Context, args []string) error {
 		"ssh-proxy":   runSSHProxyCommand,
 		"sshd":        runSSHDCommand,
 		"tps-watcher": runTPSWatcherCommand,
+		"rollout":     runRolloutCommand,
 	}
 }
 

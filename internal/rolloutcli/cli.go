@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/updatable-lrps/bbs/bbsclient"
@@ -43,6 +44,8 @@ verbs:
   pause <guid>              hold the rollout at its next index
   resume <guid>             release a paused rollout
   set-pace <guid> <n>       replace n indices at once from the next index on
+  abort <guid> [reason]     stop and revert to the definition the rollout started from
+  promote <guid>            leave a manual canary step (--full: skip the remaining steps)
 
 flags:
 `
@@ -54,6 +57,8 @@ type Client interface {
 	PauseRollout(ctx context.Context, guid string) (*model.Rollout, error)
 	ResumeRollout(ctx context.Context, guid string) (*model.Rollout, error)
 	SetRolloutPace(ctx context.Context, guid string, maxInFlight int32) (*model.Rollout, error)
+	AbortRollout(ctx context.Context, guid, reason string) (*model.Rollout, error)
+	PromoteRollout(ctx context.Context, guid string, full bool) (*model.Rollout, error)
 }
 
 var _ Client = (*bbsclient.Client)(nil)
@@ -64,12 +69,15 @@ type Options struct {
 	Interval time.Duration
 	// Timeout ends watch with ExitError when the rollout has not ended by then (0: never).
 	Timeout time.Duration
+	// Full makes promote skip every remaining step.
+	Full bool
 }
 
 // Flags registers the command's flags on fs.
 func (o *Options) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Interval, "interval", 500*time.Millisecond, "how often watch reads the rollout")
 	fs.DurationVar(&o.Timeout, "timeout", 0, "watch gives up (exit 1) when the rollout has not ended by then; 0: never")
+	fs.BoolVar(&o.Full, "full", false, "promote: skip every remaining canary step and analysis")
 }
 
 // Run carries out verb with args (the process guid, then the verb's arguments) and returns
@@ -98,6 +106,10 @@ func Run(ctx context.Context, c Client, o Options, verb string, args []string, o
 			return ExitUsage
 		}
 		r, err = c.SetRolloutPace(ctx, guid, n)
+	case "abort":
+		r, err = c.AbortRollout(ctx, guid, strings.Join(args[1:], " "))
+	case "promote":
+		r, err = c.PromoteRollout(ctx, guid, o.Full)
 	default:
 		fmt.Fprintf(errOut, "bbs rollout: unknown verb %q\n\n%s", verb, Usage)
 		return ExitUsage

@@ -18,6 +18,7 @@ type fakeAPI struct {
 	fails    []error
 	reads    int
 	paced    int32
+	aborted  string
 	instance []model.ActualLRP
 }
 
@@ -45,6 +46,13 @@ func (f *fakeAPI) PauseRollout(context.Context, string) (*model.Rollout, error) 
 }
 func (f *fakeAPI) ResumeRollout(context.Context, string) (*model.Rollout, error) {
 	return f.Rollout(nil, "")
+}
+func (f *fakeAPI) AbortRollout(_ context.Context, _, reason string) (*model.Rollout, error) {
+	f.aborted = reason
+	return f.Rollout(nil, "")
+}
+func (f *fakeAPI) PromoteRollout(context.Context, string, bool) (*model.Rollout, error) {
+	return nil, model.Errorf(model.ErrInvalidPhase, "the rollout of \"web\" is in phase walking")
 }
 func (f *fakeAPI) SetRolloutPace(_ context.Context, _ string, n int32) (*model.Rollout, error) {
 	f.paced = n
@@ -127,6 +135,12 @@ func TestControlVerbsAndUsage(t *testing.T) {
 	}
 	if code, _, _ := run(f, "set-pace", "web", "4"); code != rolloutcli.ExitOK || f.paced != 4 {
 		t.Fatalf("set-pace: %d, paced %d", code, f.paced)
+	}
+	if code, _, _ := run(f, "abort", "web", "p99", "doubled"); code != rolloutcli.ExitOK || f.aborted != "p99 doubled" {
+		t.Fatalf("abort: %d, reason %q", code, f.aborted)
+	}
+	if code, _, errOut := run(f, "promote", "web"); code != rolloutcli.ExitError || !strings.Contains(errOut, "InvalidPhase") {
+		t.Fatalf("promote: %d %q", code, errOut)
 	}
 	for _, args := range [][]string{{"set-pace", "web"}, {"set-pace", "web", "0"}, {"set-pace", "web", "x"}, {"pause"}, {"bogus", "web"}} {
 		if code, _, _ := run(f, args[0], args[1:]...); code != rolloutcli.ExitUsage {
