@@ -187,6 +187,7 @@ func (d *demo) run(ctx context.Context, load loadConfig) error {
 		func(ctx context.Context) error { return d.rollingUpdate(ctx, "v1", "v2") },
 		func(ctx context.Context) error { return d.canceledUpdate(ctx, "v2", "v3") },
 		func(ctx context.Context) error { return d.rollback(ctx, "v1") },
+		func(ctx context.Context) error { return d.crashingUpdate(ctx, "v1", "v4") },
 		func(ctx context.Context) error { return d.deleteAndDesire(ctx, "v2") },
 	}
 	for _, step := range steps {

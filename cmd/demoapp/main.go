@@ -1,6 +1,7 @@
 // Command demoapp is a small HTTP app to run as an LRP in demos and end-to-end tests. It
 // listens on $PORT and answers GET / with who it is (index, instance guid, process id, and
-// $DEMO_VERSION, which a new definition changes), and GET /health with 200.
+// $DEMO_VERSION, which a new definition changes), and GET /health with 200. With $DEMO_FAIL
+// set it exits at once, saying why: a release that crash-loops.
 package main
 
 import (
@@ -24,6 +25,11 @@ func main() {
 		"instance_guid": os.Getenv("CF_INSTANCE_GUID"),
 		"version":       os.Getenv("DEMO_VERSION"),
 		"pid":           os.Getpid(),
+	}
+	if reason := os.Getenv("DEMO_FAIL"); reason != "" {
+		// A broken release: the app exits at start, as one missing its configuration does
+		// (the demo's crash-looping update).
+		log.Fatalf("demoapp %s: cannot start: %s", who["version"], reason)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
