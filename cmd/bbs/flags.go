@@ -50,9 +50,9 @@ type rolloutFlags struct {
 
 // register registers the --rollout-* flags on fs.
 func (r *rolloutFlags) register(fs *flag.FlagSet) {
-	fs.IntVar(&r.maxInFlight, "rollout-max-in-flight", boot.EnvInt("BBS_ROLLOUT_MAX_IN_FLIGHT", 1), "indices a rollout replaces at once (1 as in Cloud Foundry) [BBS_ROLLOUT_MAX_IN_FLIGHT]")
+	fs.IntVar(&r.maxInFlight, "rollout-max-in-flight", boot.EnvInt("BBS_ROLLOUT_MAX_IN_FLIGHT", 1), "the default max_in_flight of rollout strategies: indices a rollout replaces at once (1 as in Cloud Foundry) [BBS_ROLLOUT_MAX_IN_FLIGHT]")
 	fs.StringVar(&r.walk, "rollout-walk", boot.EnvOr("BBS_ROLLOUT_WALK", "runs"), "how a rollout walks its indices: runs (one activity walks index after index) or steps (an activity per index) [BBS_ROLLOUT_WALK]")
-	fs.DurationVar(&r.indexDeadline, "rollout-index-deadline", boot.EnvDuration("BBS_ROLLOUT_INDEX_DEADLINE", workflows.DefaultIndexDeadline), "once the new definition has run, how long an index may take to start before it is given up [BBS_ROLLOUT_INDEX_DEADLINE]")
+	fs.DurationVar(&r.indexDeadline, "rollout-index-deadline", boot.EnvDuration("BBS_ROLLOUT_INDEX_DEADLINE", workflows.DefaultIndexDeadline), "the default index_deadline_ms of rollout strategies: how long a new instance may take to be RUNNING and ready before its index has failed [BBS_ROLLOUT_INDEX_DEADLINE]")
 }
 
 // options are the rollout options the flags make.
