@@ -130,7 +130,9 @@ func testRolloutFailingDefinition(t *testing.T) {
 	c.waitLRP(guid, "5 RUNNING on v1", 20*time.Second, func() bool { return c.allOn(guid, "v1", n) })
 
 	s := c.sample(guid, n)
-	c.updateDeployment(guid, "v2", simDefinition(env("SIM_FAIL_START", "1")))
+	// The seed's failing definition under a strategy that tolerates its failures (the default
+	// reverts it: rollout_failure_test.go).
+	c.updateWithStrategy(guid, "v2", simDefinition(env("SIM_FAIL_START", "1")), seedTolerance)
 	c.waitLRP(guid, "v2 at index 0 to have crashed and backed off", 20*time.Second, func() bool {
 		a := c.instanceOf(guid, "v2", 0)
 		return a != nil && a.CrashCount > model.DefaultRestartPolicy().ImmediateRestarts
@@ -252,7 +254,10 @@ func testRolloutFlakyDefinition(t *testing.T) {
 	c.waitLRP(guid, "5 RUNNING on v1", 20*time.Second, func() bool { return c.allOn(guid, "v1", n) })
 
 	s := c.sample(guid, n)
-	c.updateDeployment(guid, "v2", simDefinition(env("VERSION", "2")))
+	// The seed's flaky definition: its failures walk on (the default would revert at index
+	// 0's third crash), an index given up at the cluster's deadline of 3 s.
+	c.updateWithStrategy(guid, "v2", simDefinition(env("VERSION", "2")),
+		map[string]any{"on_failure": "continue", "failure": map[string]any{"max_crashes": 1000}})
 	c.waitLRP(guid, "v2 to become healthy after failed attempts at index 0", 30*time.Second, func() bool {
 		return c.deployment(guid).HealthyDefinitionID == "v2"
 	})

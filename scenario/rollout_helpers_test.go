@@ -94,9 +94,23 @@ func (c *rolloutCluster) createDeployment(guid string, n int32, id string, def m
 
 func (c *rolloutCluster) updateDeployment(guid, id string, def model.LRPDefinition) {
 	c.t.Helper()
-	c.mustPost("/v1/lrp_deployments/update", map[string]any{"process_guid": guid,
-		"update": model.LRPDeploymentUpdate{DefinitionID: &id, Definition: &def}}, nil)
+	c.updateWithStrategy(guid, id, def, nil)
 }
+
+// updateWithStrategy updates the deployment to def with the rollout's own strategy (nil: the
+// LRP's and the server's).
+func (c *rolloutCluster) updateWithStrategy(guid, id string, def model.LRPDefinition, strategy map[string]any) {
+	c.t.Helper()
+	req := map[string]any{"process_guid": guid, "update": model.LRPDeploymentUpdate{DefinitionID: &id, Definition: &def}}
+	if strategy != nil {
+		req["strategy"] = strategy
+	}
+	c.mustPost("/v1/lrp_deployments/update", req, nil)
+}
+
+// seedTolerance is the strategy under which a new definition's failures are the seeds' (seed
+// 000): an index is retried as long as the test runs, never failed for its crashes.
+var seedTolerance = map[string]any{"failure": map[string]any{"max_crashes": 1000}, "index_deadline_ms": 3_600_000}
 
 func (c *rolloutCluster) scale(guid string, n int32) {
 	c.t.Helper()

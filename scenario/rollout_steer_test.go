@@ -149,7 +149,7 @@ func testRolloutActivate(t *testing.T) {
 	c.waitLRP(guid, "3 RUNNING on v1", 20*time.Second, func() bool { return c.allOn(guid, "v1", n) })
 
 	s := c.sample(guid, n)
-	c.updateDeployment(guid, "v2", simDefinition(env("SIM_FAIL_START", "1")))
+	c.updateWithStrategy(guid, "v2", simDefinition(env("SIM_FAIL_START", "1")), seedTolerance)
 	c.waitLRP(guid, "v2 to fail at index 0", 20*time.Second, func() bool {
 		a := c.instanceOf(guid, "v2", 0)
 		return a != nil && a.CrashCount >= 2

@@ -7,7 +7,7 @@ package scenario
 //
 // The scenarios are grouped by theme: the three definitions of seed 000
 // (rollout_definitions_test.go), steering a rollout (rollout_steer_test.go), the LRP changing
-// under one (rollout_lrp_test.go); their harness is rollout_helpers_test.go, the zero-downtime
+// under one (rollout_lrp_test.go), failures and automatic revert (rollout_failure_test.go); their harness is rollout_helpers_test.go, the zero-downtime
 // checks rollout_sampler_test.go, the scripted cells rollout_chaos_test.go.
 
 import (
@@ -31,6 +31,12 @@ func TestRollout(t *testing.T) {
 		{"DeleteDuringRollout", testRolloutDelete},
 		{"GroupsDuringRollout", testRolloutGroups},
 		{"PauseResume", testRolloutPauseResume},
+		{"CrashLoopReverts", testRolloutCrashLoopReverts},
+		{"FailureAtIndexThreeReverts", testRolloutFailureAtIndexThreeReverts},
+		{"NeverReadyReverts", testRolloutNeverReadyReverts},
+		{"AbortReverts", testRolloutAbortReverts},
+		{"RevertThatCannotStartPauses", testRolloutRevertThatCannotStartPauses},
+		{"PaceFromStrategy", testRolloutPaceFromStrategy},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
