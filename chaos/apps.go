@@ -21,6 +21,17 @@ func webDefinition(bin, id, version string) model.LRPDefinition {
 	}
 }
 
+// crashingDefinition is webDefinition's app released broken from index 1 on: those
+// instances print why and exit at start, a crash loop; index 0 runs. Rolled out with the
+// default strategy it is reverted by itself once index 1 has crashed three times, after
+// index 0 was updated — so that the revert walks an index back.
+func crashingDefinition(bin, id, version string) model.LRPDefinition {
+	def := webDefinition(bin, id, version)
+	def.Action = &model.Action{Run: &model.RunAction{Path: "/bin/sh", Args: []string{"-c",
+		`if [ "${CF_INSTANCE_INDEX:-0}" -ge 1 ]; then echo "index $CF_INSTANCE_INDEX: config missing" >&2; exit 1; fi; sleep 1; exec ` + bin}}}
+	return def
+}
+
 // webLRP is an LRP of n instances of def, routed as <guid>.example.com.
 func webLRP(guid string, n int32, def model.LRPDefinition) *model.DesiredLRP {
 	routes, _ := json.Marshal([]map[string]any{{"hostnames": []string{host(guid)}, "port": 8080}})

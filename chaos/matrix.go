@@ -11,10 +11,11 @@ import (
 	"github.com/updatable-lrps/bbs/model"
 )
 
-// Matrix is the chaos test on a cluster of process cells: three apps of three instances
+// Matrix is the chaos test on a cluster of process cells: four apps of three instances
 // under steady traffic through the router, and for each trial an update of the first, an
-// update of the second cancelled halfway, and a rollback of the third, all in flight when
-// the trial's faults hit.
+// update of the second cancelled halfway, a rollback of the third, and an update of the
+// fourth to a definition that crash-loops from index 1 on — which the default strategy
+// reverts by itself, walking index 0 back — all in flight when the trial's faults hit.
 type Matrix struct {
 	c    *Cluster
 	demo string
@@ -33,10 +34,11 @@ const (
 	appRoll   = "roll"
 	appCancel = "cancel"
 	appBack   = "back"
+	appRevert = "revert"
 	appSize   = 3
 )
 
-var matrixApps = []string{appRoll, appCancel, appBack}
+var matrixApps = []string{appRoll, appCancel, appBack, appRevert}
 
 // MatrixShort are the trials of the short form (inside `make test`): a cell, PostgreSQL,
 // and an API replica with the placement leader at once — every kind of process but the
@@ -83,7 +85,7 @@ func NewMatrix(ctx context.Context, c *Cluster, demo string) (*Matrix, error) {
 		return nil, err
 	}
 	m.backOn = 1
-	want := map[string]string{appRoll: appRoll + "-v0", appCancel: appCancel + "-v0", appBack: m.backDefs[1]}
+	want := map[string]string{appRoll: appRoll + "-v0", appCancel: appCancel + "-v0", appBack: m.backDefs[1], appRevert: appRevert + "-v0"}
 	if err := m.waitSettled(ctx, want, 2*time.Minute); err != nil {
 		m.Close()
 		return nil, err
@@ -244,12 +246,17 @@ func (m *Matrix) startRollouts(ctx context.Context, k int) (map[string]expected,
 		return nil, err
 	}
 	back := m.backDefs[1-m.backOn]
+	bad := crashingDefinition(m.demo, fmt.Sprintf("%s-bad-v%d", appRevert, k), fmt.Sprintf("v%d", k))
 	want := map[string]expected{
 		appRoll:   {model.RolloutCompleted, roll.DefinitionID, roll.DefinitionID},
 		appCancel: {model.RolloutCanceled, canceled.DefinitionID, cancelFrom},
 		appBack:   {model.RolloutCompleted, back, back},
+		appRevert: {model.RolloutReverted, bad.DefinitionID, appRevert + "-v0"},
 	}
 	if err := m.update(ctx, appRoll, roll); err != nil {
+		return want, err
+	}
+	if err := m.update(ctx, appRevert, bad); err != nil {
 		return want, err
 	}
 	if err := m.update(ctx, appCancel, canceled); err != nil {
