@@ -1,0 +1,153 @@
+package bench
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/updatable-lrps/bbs/internal/temporaltest"
+	"github.com/updatable-lrps/bbs/internal/testcluster"
+	"github.com/updatable-lrps/bbs/model"
+)
+
+// strategyCluster is the cluster of the strategy benchmarks: room for 110 instances on
+// each of 10 cells.
+func strategyCluster(b *testing.B) *testcluster.Cluster {
+	return testcluster.New(b, testcluster.Options{Cells: 10, Zones: 2, TemporalClient: temporaltest.New(b), StepwiseRollouts: stepwise(b),
+		Capacity:      model.CellCapacity{MemoryMB: 8192, DiskMB: 8192, Containers: 110},
+		CellHeartbeat: cellHeartbeat, CellPoll: cellPoll})
+}
+
+// waitRolloutOf waits until the rollout of guid satisfies done, and returns it.
+func waitRolloutOf(b *testing.B, c *testcluster.Cluster, guid string, within time.Duration, done func(*model.Rollout) bool) *model.Rollout {
+	b.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		r, err := c.BBS.Rollout(ctx, guid)
+		if err == nil && done(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("timed out after %s waiting for the rollout of %s: %+v (%v)", within, guid, r, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func ended(state string) func(*model.Rollout) bool {
+	return func(r *model.Rollout) bool { return r.State == state }
+}
+
+// BenchmarkRolloutPace rolls a 100-instance LRP at max_in_flight 1 and another at 10 (the
+// update's strategy) on the same cluster, every index sampled for a RUNNING instance that is
+// not retiring throughout, and reports their index steps per second and the ratio.
+func BenchmarkRolloutPace(b *testing.B) {
+	const n = 100
+	c := strategyCluster(b)
+	for i := 0; i < b.N; i++ {
+		rates := map[int32]float64{}
+		for _, pace := range []int32{1, 10} {
+			guid := fmt.Sprintf("pace%d-%d", pace, i)
+			if err := c.BBS.DesireLRP(ctx, instantLRP(guid, n)); err != nil {
+				b.Fatal(err)
+			}
+			waitRunning(b, c, n*(2*i+len(rates)+1), 2*time.Minute)
+			watch := watchFleet(b, c, guid, n)
+			start := time.Now()
+			u := &model.DesiredLRPUpdate{Definition: nextDefinition("v2"), Strategy: &model.RolloutStrategy{MaxInFlight: &pace}}
+			if err := c.BBS.UpdateDesiredLRP(ctx, guid, u); err != nil {
+				b.Fatal(err)
+			}
+			waitRolloutOf(b, c, guid, 10*time.Minute, ended(model.RolloutCompleted))
+			took := time.Since(start)
+			samples := watch.finish(b, 1)
+			rates[pace] = n / took.Seconds()
+			b.Logf("max_in_flight %d: %d indices in %s (%.1f index-steps/s); every index served over %d samples",
+				pace, n, took.Round(time.Millisecond), rates[pace], samples)
+		}
+		b.Logf("max_in_flight 10 walks %.2f× as fast as 1 (target ≥ 5)", rates[10]/rates[1])
+		b.ReportMetric(rates[1], "steps/s-pace1")
+		b.ReportMetric(rates[10], "steps/s-pace10")
+		b.ReportMetric(rates[10]/rates[1], "pace10-ratio")
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkRevert50 walks a 50-instance LRP forward at max_in_flight 1 until 45 indices run
+// the new definition, then sets the pace to 5 and aborts: the revert walks those indices back.
+// It reports both times over the same indices and their ratio (target ≤ 1/4), with every
+// index sampled throughout.
+func BenchmarkRevert50(b *testing.B) {
+	const n, walked = 50, 45
+	c := strategyCluster(b)
+	for i := 0; i < b.N; i++ {
+		guid := fmt.Sprintf("revert50-%d", i)
+		if err := c.BBS.DesireLRP(ctx, instantLRP(guid, n)); err != nil {
+			b.Fatal(err)
+		}
+		waitRunning(b, c, n*(i+1), 2*time.Minute)
+		watch := watchFleet(b, c, guid, n)
+		one := int32(1)
+		start := time.Now()
+		u := &model.DesiredLRPUpdate{Definition: nextDefinition("v2"), Strategy: &model.RolloutStrategy{MaxInFlight: &one}}
+		if err := c.BBS.UpdateDesiredLRP(ctx, guid, u); err != nil {
+			b.Fatal(err)
+		}
+		waitRolloutOf(b, c, guid, 5*time.Minute, func(r *model.Rollout) bool { return r.UpdatedInstances >= walked })
+		forward := time.Since(start)
+		if _, err := c.BBS.SetRolloutPace(ctx, guid, 5); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.BBS.AbortRollout(ctx, guid, "benchmark"); err != nil {
+			b.Fatal(err)
+		}
+		back := time.Now()
+		r := waitRolloutOf(b, c, guid, 5*time.Minute, ended(model.RolloutReverted))
+		reverted := time.Since(back)
+		samples := watch.finish(b, 1)
+		b.Logf("forward at max_in_flight 1: %d indices in %s; revert at 5 (aborted at %d updated): %s — %.2f of the forward time (target ≤ 0.25); every index served over %d samples",
+			walked, forward.Round(time.Millisecond), r.UpdatedInstances, reverted.Round(time.Millisecond), reverted.Seconds()/forward.Seconds(), samples)
+		b.ReportMetric(forward.Seconds(), "s-forward")
+		b.ReportMetric(reverted.Seconds(), "s-revert")
+		b.ReportMetric(reverted.Seconds()/forward.Seconds(), "revert-ratio")
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkCrashLoopDetection rolls a 4-instance LRP to a definition whose instances fail at
+// start, and reports the time from the store recording the new instance's third crash to the
+// rollout turning to its revert (both events' commit times), and to its end.
+func BenchmarkCrashLoopDetection(b *testing.B) {
+	c := strategyCluster(b)
+	for i := 0; i < b.N; i++ {
+		guid := fmt.Sprintf("crashloop-%d", i)
+		if err := c.BBS.DesireLRP(ctx, instantLRP(guid, 4)); err != nil {
+			b.Fatal(err)
+		}
+		waitRunning(b, c, 4*(i+1), time.Minute)
+		def := nextDefinition("v2")
+		def.Env = append(def.Env, model.EnvironmentVariable{Name: "SIM_FAIL_START", Value: "1"})
+		if err := c.BBS.UpdateDesiredLRP(ctx, guid, &model.DesiredLRPUpdate{Definition: def}); err != nil {
+			b.Fatal(err)
+		}
+		waitRolloutOf(b, c, guid, 2*time.Minute, ended(model.RolloutReverted))
+		var at struct {
+			Crash  time.Time `db:"crash"`
+			Revert time.Time `db:"revert"`
+			End    time.Time `db:"finished"`
+		}
+		if err := c.Store.DB().GetContext(ctx, &at, `SELECT
+    (SELECT min(created_at) FROM events WHERE name = 'actual_lrp_instance_crashed' AND data->>'process_guid' = $1
+        AND data->>'definition_id' = 'v2' AND (data->>'crash_count')::int >= 3) AS crash,
+    (SELECT min(created_at) FROM events WHERE name = 'rollout_changed' AND data->>'process_guid' = $1
+        AND data->>'state' = 'canceling') AS revert,
+    (SELECT finished_at FROM rollouts WHERE process_guid = $1) AS finished`, guid); err != nil {
+			b.Fatal(err)
+		}
+		detect, end := at.Revert.Sub(at.Crash), at.End.Sub(at.Crash)
+		b.Logf("third crash → revert began: %s (target ≤ 2 s); → reverted: %s", detect.Round(time.Millisecond), end.Round(time.Millisecond))
+		b.ReportMetric(float64(detect.Microseconds())/1000, "ms-crash-to-revert")
+		b.ReportMetric(float64(end.Microseconds())/1000, "ms-crash-to-reverted")
+	}
+	b.ReportMetric(0, "ns/op")
+}
