@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 )
 
@@ -249,16 +250,31 @@ func (a *RolloutAnalysis) validate() error {
 	if a.MinRequests != nil && *a.MinRequests < 0 {
 		return invalid("strategy.analysis.min_requests must not be negative")
 	}
-	if a.MaxErrorRateRatio != nil && *a.MaxErrorRateRatio < 0 {
-		return invalid("strategy.analysis.max_error_rate_ratio must not be negative")
+	if err := validateRatio("strategy.analysis.max_error_rate_ratio", a.MaxErrorRateRatio); err != nil {
+		return err
 	}
 	if err := validateDuration("strategy.analysis.max_p99_delta_ms", a.MaxP99DeltaMS, 0); err != nil {
 		return err
 	}
-	if a.MaxCrashRate != nil && *a.MaxCrashRate < 0 {
-		return invalid("strategy.analysis.max_crash_rate must not be negative")
+	if err := validateRatio("strategy.analysis.max_crash_rate", a.MaxCrashRate); err != nil {
+		return err
 	}
 	return validateWord("strategy.analysis.on_inconclusive", a.OnInconclusive, InconclusivePause, InconclusiveContinue, InconclusiveFail)
+}
+
+// validateRatio checks a ratio: not negative, and a finite number (the BBS protocol's doubles
+// can carry NaN and infinities, which JSON cannot).
+func validateRatio(field string, v *float64) error {
+	if v == nil {
+		return nil
+	}
+	if math.IsNaN(*v) || math.IsInf(*v, 0) {
+		return invalid("%s must be a finite number", field)
+	}
+	if *v < 0 {
+		return invalid("%s must not be negative", field)
+	}
+	return nil
 }
 
 func validateDuration(field string, ms *int64, least int64) error {

@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -117,6 +118,23 @@ func TestResolveStrategyFieldByField(t *testing.T) {
 	*got.Failure.MaxCrashes = 9
 	if *update.MaxInFlight != 2 || *lrp.Failure.MaxCrashes != 5 {
 		t.Fatal("resolution aliased a layer")
+	}
+}
+
+// The BBS protocol's doubles carry NaN and infinities, which JSON cannot: refused, as no
+// store could keep them.
+func TestStrategyRatiosAreFinite(t *testing.T) {
+	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		for _, s := range []*model.RolloutStrategy{
+			{Analysis: &model.RolloutAnalysis{MaxErrorRateRatio: &v}},
+			{Analysis: &model.RolloutAnalysis{MaxCrashRate: &v}},
+		} {
+			err := s.Validate()
+			check(t, err, false)
+			if !strings.Contains(err.Error(), "finite") {
+				t.Fatalf("%v: %v", v, err)
+			}
+		}
 	}
 }
 

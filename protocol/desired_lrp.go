@@ -205,12 +205,17 @@ func (s *Server) cancelUpdate(ctx context.Context, req *pb.CancelUpdateDesiredLR
 	return &pb.DesiredLRPLifecycleResponse{}, err
 }
 
-// rollback rolls the LRP to a definition it ran before, while the store keeps it (seed 001).
+// rollback rolls the LRP to a definition it ran before, while the store keeps it (seed 001),
+// walking as the request's strategy says (over the LRP's and the server's).
 func (s *Server) rollback(ctx context.Context, req *pb.RollbackDesiredLRPRequest) (*pb.DesiredLRPLifecycleResponse, error) {
 	if err := validateRollout(req.GetProcessGuid(), req.GetDefinitionId()); err != nil {
 		return nil, err
 	}
-	_, err := s.lrps.StartRollout(ctx, rolloutTo(req.GetProcessGuid(), req.GetDefinitionId(), model.RolloutKindRollback, false))
+	strategy, err := requestStrategy(req.GetStrategy())
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.lrps.StartRollout(ctx, rolloutTo(req.GetProcessGuid(), req.GetDefinitionId(), model.RolloutKindRollback, false, strategy))
 	return &pb.DesiredLRPLifecycleResponse{}, err
 }
 

@@ -30,14 +30,14 @@ import (
 func definitionOf(d *pb.DesiredLRP) *pb.LRPDefinition {
 	c := proto.CloneOf(d)
 	c.ProcessGuid, c.Domain, c.Instances, c.Routes, c.Annotation = "", "", 0, nil, ""
-	c.ModificationTag, c.MetricTags, c.PreviousDefinitionId = nil, nil, ""
+	c.ModificationTag, c.MetricTags, c.PreviousDefinitionId, c.RolloutStrategy = nil, nil, "", nil
 	def := &pb.LRPDefinition{}
 	convert(c, def)
 	return def
 }
 
 // lrpFields are the numbers of DesiredLRP's own fields, which LRPDefinition reserves.
-var lrpFields = map[protowire.Number]bool{1: true, 2: true, 4: true, 15: true, 19: true, 21: true, 35: true, 1001: true}
+var lrpFields = map[protowire.Number]bool{1: true, 2: true, 4: true, 15: true, 19: true, 21: true, 35: true, 1001: true, 1002: true}
 
 // dropLRPFields drops from a definition a client sent what it holds under the numbers of the
 // LRP's own fields: nothing a definition can hold, and, kept, it would be read as those
@@ -164,6 +164,8 @@ func desiredToModel(d *pb.DesiredLRP) *model.DesiredLRP {
 		Annotation:    d.GetAnnotation(),
 		MetricTags:    metricTagsToModel(d.GetMetricTags()),
 		LRPDefinition: definitionToModel(definitionOf(d)),
+		// Checked by the model's Validate (ValidateDefault and Supported), as the JSON API's.
+		RolloutStrategy: strategyToModel(d.GetRolloutStrategy()),
 	}
 }
 
@@ -193,6 +195,7 @@ func desiredFromModel(m *model.DesiredLRP) (*pb.DesiredLRP, error) {
 	d.MetricTags = metricTagsFromModel(m.MetricTags)
 	d.DefinitionId = m.DefinitionID
 	d.PreviousDefinitionId = m.PreviousDefinitionID
+	d.RolloutStrategy = strategyFromModel(m.RolloutStrategy)
 	return d, nil
 }
 
@@ -232,7 +235,7 @@ func schedulingInfoFromModel(i *model.DesiredLRPSchedulingInfo) *pb.DesiredLRPSc
 
 // updateToModel is what the model applies of an update: instances and annotation when
 // present, routes when present (present and empty clears them), metric tags when there are
-// any (on the wire an empty map is an absent one), and our definition. Image credentials
+// any (on the wire an empty map is an absent one), and our definition and strategies. Image credentials
 // are the handler's: they rewrite the definition's protobuf.
 func updateToModel(u *pb.DesiredLRPUpdate) *model.DesiredLRPUpdate {
 	m := &model.DesiredLRPUpdate{}
@@ -259,6 +262,10 @@ func updateToModel(u *pb.DesiredLRPUpdate) *model.DesiredLRPUpdate {
 		def := definitionToModel(u.GetDefinition())
 		m.Definition = &def
 	}
+	// Both checked by the model's Validate, as the JSON API's: strategy only beside a
+	// definition, rollout_strategy as an LRP's default.
+	m.Strategy = strategyToModel(u.GetStrategy())
+	m.RolloutStrategy = strategyToModel(u.GetRolloutStrategy())
 	return m
 }
 

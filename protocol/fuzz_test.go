@@ -102,7 +102,12 @@ func (s *recordingStore) DesireLRP(_ context.Context, d *model.DesiredLRP) (*mod
 	if d.ProcessGUID == "app" {
 		return nil, model.Errorf(model.ErrResourceExists, "desired LRP %q already exists", d.ProcessGUID)
 	}
-	s.write(d.Validate)
+	s.write(func() error {
+		if err := d.Validate(); err != nil {
+			return err
+		}
+		return storable(d.RolloutStrategy)
+	})
 	return d, nil
 }
 func (s *recordingStore) DesiredLRPByProcessGUID(_ context.Context, guid string) (*model.DesiredLRP, error) {
@@ -128,9 +133,21 @@ func (s *recordingStore) UpdateDesiredLRP(_ context.Context, guid string, u *mod
 	if err != nil {
 		return nil, err
 	}
-	s.write(u.Validate)
+	s.write(func() error {
+		if err := u.Validate(); err != nil {
+			return err
+		}
+		return storable(u.RolloutStrategy)
+	})
 	return &db.UpdateResult{Before: before, After: before}, nil
 }
+
+// storable checks that the store can keep a strategy: it writes it as JSON.
+func storable(st *model.RolloutStrategy) error {
+	_, err := json.Marshal(st)
+	return err
+}
+
 func (s *recordingStore) RemoveDesiredLRP(_ context.Context, guid string) (*db.RemoveResult, error) {
 	d, err := s.lookup(guid)
 	if err != nil {
@@ -159,9 +176,17 @@ func (s *recordingStore) StartRollout(_ context.Context, req db.RolloutRequest) 
 	}
 	s.write(func() error {
 		if req.Definition != nil {
-			return req.Definition.Validate()
+			if err := req.Definition.Validate(); err != nil {
+				return err
+			}
 		}
-		return nil
+		if err := req.Strategy.Validate(); err != nil {
+			return err
+		}
+		if err := req.Strategy.Supported(); err != nil {
+			return err
+		}
+		return storable(req.Strategy)
 	})
 	return &db.RolloutStart{Rollout: &model.Rollout{ProcessGUID: req.ProcessGUID, ToDefinitionID: req.DefinitionID}, Desired: d}, nil
 }
@@ -382,6 +407,12 @@ var fuzzRoutes = []struct {
 	{"/v1/tasks/delete", func() proto.Message { return &pb.TaskLifecycleResponse{} }},
 	{"POST /v1/events/tasks.r1", nil},
 	{"POST /v1/events/tasks", nil},
+	// Rollout controls: after the others, as the tasks.
+	{"/v1/rollouts/pause", func() proto.Message { return &pb.RolloutControlResponse{} }},
+	{"/v1/rollouts/resume", func() proto.Message { return &pb.RolloutControlResponse{} }},
+	{"/v1/rollouts/abort", func() proto.Message { return &pb.RolloutControlResponse{} }},
+	{"/v1/rollouts/set_pace", func() proto.Message { return &pb.RolloutControlResponse{} }},
+	{"/v1/rollouts/promote", func() proto.Message { return &pb.RolloutControlResponse{} }},
 }
 
 // fuzzRoute is the index of path in fuzzRoutes, for the seeds.
@@ -405,20 +436,45 @@ func fuzzSeeds() map[string][]proto.Message {
 	}
 	def := &pb.LRPDefinition{DefinitionId: "v2", RootFs: "preloaded:cflinuxfs4",
 		Action: &pb.Action{RunAction: &pb.RunAction{Path: "/bin/app", User: "vcap"}}}
+	// A strategy this server carries out, and one with every field (canary steps and analysis
+	// are refused as not available yet).
+	two, zero, ratio, word := int32(2), int64(0), 1.5, "pause"
+	strategy := &pb.RolloutStrategy{MaxInFlight: &two, MinReadyMs: &zero, OnFailure: &word,
+		Failure: &pb.FailurePolicy{MaxCrashes: &two}}
+	full := &pb.RolloutStrategy{MaxInFlight: &two, MinReadyMs: &zero, IndexDeadlineMs: &zero, ProgressDeadlineMs: &zero,
+		OnFailure: &word, Failure: &pb.FailurePolicy{MaxCrashes: &two, MaxFailedIndices: &two},
+		Canary: &pb.CanaryStrategy{Steps: []*pb.CanaryStep{{Instances: &two, Weight: &two, PauseMs: &zero, Analysis: true, Promote: &word}}},
+		Analysis: &pb.RolloutAnalysis{IntervalMs: &zero, MinRequests: &zero, MaxErrorRateRatio: &ratio, MaxP99DeltaMs: &zero,
+			MaxCrashRate: &ratio, OnInconclusive: &word},
+		Window: &word, BreakGlass: &word}
+	withStrategy := lrp("new")
+	withStrategy.RolloutStrategy = strategy
 	return map[string][]proto.Message{
-		"/v1/desired_lrp/desire.r2": {&pb.DesireLRPRequest{DesiredLrp: lrp("new")}},
+		"/v1/desired_lrp/desire.r2": {&pb.DesireLRPRequest{DesiredLrp: lrp("new")}, &pb.DesireLRPRequest{DesiredLrp: withStrategy}},
 		"/v1/desired_lrp/update": {
 			&pb.UpdateDesiredLRPRequest{ProcessGuid: "app", Update: &pb.DesiredLRPUpdate{Instances: &instances, Annotation: &annotation,
 				Routes: &pb.ProtoRoutes{}, MetricTags: lrp("app").MetricTags}},
 			&pb.UpdateDesiredLRPRequest{ProcessGuid: "app", Update: &pb.DesiredLRPUpdate{Definition: def}},
 			&pb.UpdateDesiredLRPRequest{ProcessGuid: "app", Update: &pb.DesiredLRPUpdate{ImageUsername: &annotation, ImagePassword: &annotation}},
+			&pb.UpdateDesiredLRPRequest{ProcessGuid: "app", Update: &pb.DesiredLRPUpdate{Definition: def, Strategy: strategy, RolloutStrategy: strategy}},
+			&pb.UpdateDesiredLRPRequest{ProcessGuid: "app", Update: &pb.DesiredLRPUpdate{Definition: def, Strategy: full}},
 		},
 		"/v1/desired_lrps/get_by_process_guid.r2": {&pb.DesiredLRPByProcessGuidRequest{ProcessGuid: "app"}},
-		"/v1/desired_lrp/rollback":                {&pb.RollbackDesiredLRPRequest{ProcessGuid: "app", DefinitionId: "old"}},
+		"/v1/desired_lrp/rollback": {&pb.RollbackDesiredLRPRequest{ProcessGuid: "app", DefinitionId: "old"},
+			&pb.RollbackDesiredLRPRequest{ProcessGuid: "app", DefinitionId: "old", Strategy: strategy}},
+		"/v1/lrp_deployments/activate": {&pb.ActivateLRPDeploymentDefinitionRequest{ProcessGuid: "app", DefinitionId: "old", Strategy: strategy}},
 		"/v1/lrp_deployments/create": {&pb.CreateLRPDeploymentRequest{LrpDeploymentDefinition: &pb.LRPDeploymentDefinition{
-			ProcessGuid: "new", Domain: "d", DefinitionId: "v1", Definition: def}}},
-		"/v1/lrp_deployments/update": {&pb.UpdateLRPDeploymentRequest{ProcessGuid: "app", Update: &pb.LRPDeploymentUpdate{
-			DefinitionId: &def.DefinitionId, Definition: def}}},
+			ProcessGuid: "new", Domain: "d", DefinitionId: "v1", Definition: def, RolloutStrategy: strategy}}},
+		"/v1/lrp_deployments/update": {
+			&pb.UpdateLRPDeploymentRequest{ProcessGuid: "app", Update: &pb.LRPDeploymentUpdate{DefinitionId: &def.DefinitionId, Definition: def}},
+			&pb.UpdateLRPDeploymentRequest{ProcessGuid: "app", Update: &pb.LRPDeploymentUpdate{DefinitionId: &def.DefinitionId, Definition: def},
+				Strategy: strategy, RolloutStrategy: full},
+		},
+		"/v1/rollouts/pause":    {&pb.PauseRolloutRequest{ProcessGuid: "app"}},
+		"/v1/rollouts/resume":   {&pb.ResumeRolloutRequest{ProcessGuid: "app"}},
+		"/v1/rollouts/abort":    {&pb.AbortRolloutRequest{ProcessGuid: "app", Reason: "p99"}},
+		"/v1/rollouts/set_pace": {&pb.SetRolloutPaceRequest{ProcessGuid: "app", MaxInFlight: &two}},
+		"/v1/rollouts/promote":  {&pb.PromoteRolloutRequest{ProcessGuid: "app", Full: true}},
 		"/v1/tasks/desire.r2": {&pb.DesireTaskRequest{TaskGuid: "new", Domain: "cf-tasks", TaskDefinition: &pb.TaskDefinition{
 			RootFs: "preloaded:cflinuxfs4", Action: &pb.Action{RunAction: &pb.RunAction{Path: "/bin/true", User: "vcap"}},
 			CompletionCallbackUrl: "https://cc/completed", MetricTags: map[string]*pb.MetricTagValue{"source_id": {Static: "s"}},

@@ -31,6 +31,8 @@ func (s *Server) createLRPDeployment(ctx context.Context, req *pb.CreateLRPDeplo
 		Routes:       routesToModel(c.GetRoutes()),
 		Annotation:   c.GetAnnotation(),
 		DefinitionID: c.GetDefinitionId(),
+		// Checked by DesiredLRP's Validate, as the JSON API's.
+		RolloutStrategy: strategyToModel(c.GetRolloutStrategy()),
 	}
 	if def := c.GetDefinition(); def != nil {
 		dropLRPFields(def)
@@ -78,16 +80,27 @@ func (s *Server) updateLRPDeployment(ctx context.Context, req *pb.UpdateLRPDeplo
 	if err != nil {
 		return nil, err
 	}
+	// The strategies sit beside the update, as in the JSON API's request, and are checked the
+	// same way.
+	u.Strategy, u.RolloutStrategy = strategyToModel(req.GetStrategy()), strategyToModel(req.GetRolloutStrategy())
+	if err := u.Validate(); err != nil {
+		return nil, err
+	}
 	_, err = s.lrps.Update(ctx, req.GetProcessGuid(), u, true)
 	return &pb.LRPDeploymentLifecycleResponse{}, err
 }
 
-// activateLRPDeployment walks the LRP to a definition of its map (seed 000).
+// activateLRPDeployment walks the LRP to a definition of its map (seed 000), as the request's
+// strategy says.
 func (s *Server) activateLRPDeployment(ctx context.Context, req *pb.ActivateLRPDeploymentDefinitionRequest) (*pb.LRPDeploymentLifecycleResponse, error) {
 	if err := validateRollout(req.GetProcessGuid(), req.GetDefinitionId()); err != nil {
 		return nil, err
 	}
-	_, err := s.lrps.StartRollout(ctx, rolloutTo(req.GetProcessGuid(), req.GetDefinitionId(), model.RolloutKindActivate, true))
+	strategy, err := requestStrategy(req.GetStrategy())
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.lrps.StartRollout(ctx, rolloutTo(req.GetProcessGuid(), req.GetDefinitionId(), model.RolloutKindActivate, true, strategy))
 	return &pb.LRPDeploymentLifecycleResponse{}, err
 }
 
@@ -138,6 +151,7 @@ func lrpDeploymentFromModel(m *model.LRPDeployment) (*pb.LRPDeployment, error) {
 		Definitions:         make(map[string]*pb.LRPDefinition, len(m.Definitions)),
 		ActiveDefinitionId:  m.ActiveDefinitionID,
 		HealthyDefinitionId: m.HealthyDefinitionID,
+		RolloutStrategy:     strategyFromModel(m.RolloutStrategy),
 	}
 	for id, d := range m.Definitions {
 		def, err := definitionFromModel(&d)
@@ -162,7 +176,7 @@ func validateRollout(guid, definitionID string) error {
 }
 
 // rolloutTo asks for a walk of guid's instances to a definition it has (a rollback, or an
-// activation).
-func rolloutTo(guid, definitionID, kind string, supersede bool) db.RolloutRequest {
-	return db.RolloutRequest{ProcessGUID: guid, Kind: kind, DefinitionID: definitionID, Supersede: supersede}
+// activation), as strategy (nil: none) says.
+func rolloutTo(guid, definitionID, kind string, supersede bool, strategy *model.RolloutStrategy) db.RolloutRequest {
+	return db.RolloutRequest{ProcessGUID: guid, Kind: kind, DefinitionID: definitionID, Supersede: supersede, Strategy: strategy}
 }

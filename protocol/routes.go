@@ -41,6 +41,14 @@ func (s *Server) routes() {
 	route(s, "/v1/lrp_deployments/get_by_process_guid", s.lrpDeploymentByProcessGUID)
 	route(s, "/v1/lrp_deployments/list", s.lrpDeployments)
 
+	// The controls of a rollout under way (ROLLOUTS-NEXT.md section 3; rollout_control.go), on
+	// the JSON API's paths.
+	route(s, "/v1/rollouts/pause", s.pauseRollout)
+	route(s, "/v1/rollouts/resume", s.resumeRollout)
+	route(s, "/v1/rollouts/abort", s.abortRollout)
+	route(s, "/v1/rollouts/set_pace", s.setRolloutPace)
+	route(s, "/v1/rollouts/promote", s.promoteRollout)
+
 	// Tasks (task.go) and their event streams (task_events.go).
 	route(s, "/v1/tasks/desire.r2", needsTasks(s, s.desireTask))
 	route(s, "/v1/tasks/list.r3", needsTasks(s, v3(s.listTasks)))

@@ -114,6 +114,7 @@ func TestOldDecodersSkipExtensions(t *testing.T) {
 		MetricTags:           map[string]*pb.MetricTagValue{"source_id": {Static: "app"}},
 		DefinitionId:         "v2",
 		PreviousDefinitionId: "v1",
+		RolloutStrategy:      &pb.RolloutStrategy{MaxInFlight: ptr(int32(2)), OnFailure: ptr("pause")},
 	}
 	definition := &pb.LRPDefinition{
 		DefinitionId: "v3",
@@ -141,6 +142,9 @@ func TestOldDecodersSkipExtensions(t *testing.T) {
 			Instances:  ptr(int32(3)),
 			Annotation: ptr("a"),
 			Definition: definition,
+			Strategy: &pb.RolloutStrategy{Canary: &pb.CanaryStrategy{Steps: []*pb.CanaryStep{
+				{Instances: ptr(int32(1)), Weight: ptr(int32(0))}}}},
+			RolloutStrategy: &pb.RolloutStrategy{IndexDeadlineMs: ptr(int64(60000))},
 		}},
 		&pb.DesiredLRPChangedEvent{Before: desired, After: desired, TraceId: "t"},
 		&pb.ActualLRPInstanceChangedEvent{

@@ -87,8 +87,11 @@ type DesiredLRP struct {
 	DefinitionId string `protobuf:"bytes,1000,opt,name=definition_id,json=definitionId,proto3" json:"definition_id,omitempty"`
 	// Ours (seed 001): the definition being replaced, set only while an update is in progress.
 	PreviousDefinitionId string `protobuf:"bytes,1001,opt,name=previous_definition_id,json=previousDefinitionId,proto3" json:"previous_definition_id,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// Ours (ROLLOUTS-NEXT.md section 1): the LRP's default rollout strategy, over which each
+	// update's strategy resolves field by field; set on desire, read back as stored.
+	RolloutStrategy *RolloutStrategy `protobuf:"bytes,1002,opt,name=rollout_strategy,json=rolloutStrategy,proto3" json:"rollout_strategy,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *DesiredLRP) Reset() {
@@ -406,6 +409,13 @@ func (x *DesiredLRP) GetPreviousDefinitionId() string {
 		return x.PreviousDefinitionId
 	}
 	return ""
+}
+
+func (x *DesiredLRP) GetRolloutStrategy() *RolloutStrategy {
+	if x != nil {
+		return x.RolloutStrategy
+	}
+	return nil
 }
 
 // DesiredLRPKey identifies a DesiredLRP and its log stream.
@@ -993,9 +1003,15 @@ type DesiredLRPUpdate struct {
 	// Ours (seed 001): a complete new definition with a new definition_id. It replaces the
 	// active definition through a rolling update; fields it leaves unset are unset in the new
 	// definition.
-	Definition    *LRPDefinition `protobuf:"bytes,1000,opt,name=definition,proto3" json:"definition,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Definition *LRPDefinition `protobuf:"bytes,1000,opt,name=definition,proto3" json:"definition,omitempty"`
+	// Ours (ROLLOUTS-NEXT.md section 1): how the rollout to definition walks; only beside
+	// definition.
+	Strategy *RolloutStrategy `protobuf:"bytes,1001,opt,name=strategy,proto3" json:"strategy,omitempty"`
+	// Ours: replaces the LRP's default rollout strategy (DesiredLRP.rollout_strategy), alone or
+	// beside definition, whose rollout then resolves over it.
+	RolloutStrategy *RolloutStrategy `protobuf:"bytes,1002,opt,name=rollout_strategy,json=rolloutStrategy,proto3" json:"rollout_strategy,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *DesiredLRPUpdate) Reset() {
@@ -1073,6 +1089,20 @@ func (x *DesiredLRPUpdate) GetImagePassword() string {
 func (x *DesiredLRPUpdate) GetDefinition() *LRPDefinition {
 	if x != nil {
 		return x.Definition
+	}
+	return nil
+}
+
+func (x *DesiredLRPUpdate) GetStrategy() *RolloutStrategy {
+	if x != nil {
+		return x.Strategy
+	}
+	return nil
+}
+
+func (x *DesiredLRPUpdate) GetRolloutStrategy() *RolloutStrategy {
+	if x != nil {
+		return x.RolloutStrategy
 	}
 	return nil
 }
@@ -1588,7 +1618,7 @@ var File_protocol_pb_desired_lrp_proto protoreflect.FileDescriptor
 
 const file_protocol_pb_desired_lrp_proto_rawDesc = "" +
 	"\n" +
-	"\x1dprotocol/pb/desired_lrp.proto\x12\x06models\x1a\x19protocol/pb/actions.proto\x1a\x18protocol/pb/checks.proto\x1a\x18protocol/pb/common.proto\x1a\x17protocol/pb/error.proto\x1a\x1cprotocol/pb/extensions.proto\"\xd8\x0f\n" +
+	"\x1dprotocol/pb/desired_lrp.proto\x12\x06models\x1a\x19protocol/pb/actions.proto\x1a\x18protocol/pb/checks.proto\x1a\x18protocol/pb/common.proto\x1a\x17protocol/pb/error.proto\x1a\x1cprotocol/pb/extensions.proto\"\x9d\x10\n" +
 	"\n" +
 	"DesiredLRP\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x16\n" +
@@ -1639,7 +1669,8 @@ const file_protocol_pb_desired_lrp_proto_rawDesc = "" +
 	"\x14volume_mounted_files\x18& \x03(\v2\f.models.FileR\x12volumeMountedFiles\x12?\n" +
 	"\x0fupdate_strategy\x18' \x01(\x0e2\x16.models.UpdateStrategyR\x0eupdateStrategy\x12$\n" +
 	"\rdefinition_id\x18\xe8\a \x01(\tR\fdefinitionId\x125\n" +
-	"\x16previous_definition_id\x18\xe9\a \x01(\tR\x14previousDefinitionId\x1aU\n" +
+	"\x16previous_definition_id\x18\xe9\a \x01(\tR\x14previousDefinitionId\x12C\n" +
+	"\x10rollout_strategy\x18\xea\a \x01(\v2\x17.models.RolloutStrategyR\x0frolloutStrategy\x1aU\n" +
 	"\x0fMetricTagsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
 	"\x05value\x18\x02 \x01(\v2\x16.models.MetricTagValueR\x05value:\x028\x01\"e\n" +
@@ -1706,7 +1737,7 @@ const file_protocol_pb_desired_lrp_proto_rawDesc = "" +
 	"\x14volume_mounted_files\x18\x1c \x03(\v2\f.models.FileR\x12volumeMountedFiles\x1aU\n" +
 	"\x0fMetricTagsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
-	"\x05value\x18\x02 \x01(\v2\x16.models.MetricTagValueR\x05value:\x028\x01\"\xfc\x03\n" +
+	"\x05value\x18\x02 \x01(\v2\x16.models.MetricTagValueR\x05value:\x028\x01\"\xf7\x04\n" +
 	"\x10DesiredLRPUpdate\x12!\n" +
 	"\tinstances\x18\x01 \x01(\x05H\x00R\tinstances\x88\x01\x01\x12+\n" +
 	"\x06routes\x18\x02 \x01(\v2\x13.models.ProtoRoutesR\x06routes\x12#\n" +
@@ -1719,7 +1750,9 @@ const file_protocol_pb_desired_lrp_proto_rawDesc = "" +
 	"\x0eimage_password\x18\x06 \x01(\tH\x03R\rimagePassword\x88\x01\x01\x126\n" +
 	"\n" +
 	"definition\x18\xe8\a \x01(\v2\x15.models.LRPDefinitionR\n" +
-	"definition\x1aU\n" +
+	"definition\x124\n" +
+	"\bstrategy\x18\xe9\a \x01(\v2\x17.models.RolloutStrategyR\bstrategy\x12C\n" +
+	"\x10rollout_strategy\x18\xea\a \x01(\v2\x17.models.RolloutStrategyR\x0frolloutStrategy\x1aU\n" +
 	"\x0fMetricTagsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
 	"\x05value\x18\x02 \x01(\v2\x16.models.MetricTagValueR\x05value:\x028\x01B\f\n" +
@@ -1807,9 +1840,10 @@ var file_protocol_pb_desired_lrp_proto_goTypes = []any{
 	(*LogRateLimit)(nil),                                  // 32: models.LogRateLimit
 	(*File)(nil),                                          // 33: models.File
 	(UpdateStrategy)(0),                                   // 34: models.UpdateStrategy
-	(*LRPDefinition)(nil),                                 // 35: models.LRPDefinition
-	(*Error)(nil),                                         // 36: models.Error
-	(*MetricTagValue)(nil),                                // 37: models.MetricTagValue
+	(*RolloutStrategy)(nil),                               // 35: models.RolloutStrategy
+	(*LRPDefinition)(nil),                                 // 36: models.LRPDefinition
+	(*Error)(nil),                                         // 37: models.Error
+	(*MetricTagValue)(nil),                                // 38: models.MetricTagValue
 }
 var file_protocol_pb_desired_lrp_proto_depIdxs = []int32{
 	20, // 0: models.DesiredLRP.environment_variables:type_name -> models.EnvironmentVariable
@@ -1830,49 +1864,52 @@ var file_protocol_pb_desired_lrp_proto_depIdxs = []int32{
 	32, // 15: models.DesiredLRP.log_rate_limit:type_name -> models.LogRateLimit
 	33, // 16: models.DesiredLRP.volume_mounted_files:type_name -> models.File
 	34, // 17: models.DesiredLRP.update_strategy:type_name -> models.UpdateStrategy
-	1,  // 18: models.DesiredLRPSchedulingInfo.desired_lrp_key:type_name -> models.DesiredLRPKey
-	2,  // 19: models.DesiredLRPSchedulingInfo.desired_lrp_resource:type_name -> models.DesiredLRPResource
-	22, // 20: models.DesiredLRPSchedulingInfo.routes:type_name -> models.ProtoRoutes
-	24, // 21: models.DesiredLRPSchedulingInfo.modification_tag:type_name -> models.ModificationTag
-	3,  // 22: models.DesiredLRPSchedulingInfo.volume_placement:type_name -> models.VolumePlacement
-	1,  // 23: models.DesiredLRPRunInfo.desired_lrp_key:type_name -> models.DesiredLRPKey
-	20, // 24: models.DesiredLRPRunInfo.environment_variables:type_name -> models.EnvironmentVariable
-	21, // 25: models.DesiredLRPRunInfo.setup:type_name -> models.Action
-	21, // 26: models.DesiredLRPRunInfo.action:type_name -> models.Action
-	21, // 27: models.DesiredLRPRunInfo.monitor:type_name -> models.Action
-	23, // 28: models.DesiredLRPRunInfo.egress_rules:type_name -> models.SecurityGroupRule
-	25, // 29: models.DesiredLRPRunInfo.cached_dependencies:type_name -> models.CachedDependency
-	26, // 30: models.DesiredLRPRunInfo.volume_mounts:type_name -> models.VolumeMount
-	27, // 31: models.DesiredLRPRunInfo.network:type_name -> models.Network
-	28, // 32: models.DesiredLRPRunInfo.certificate_properties:type_name -> models.CertificateProperties
-	29, // 33: models.DesiredLRPRunInfo.check_definition:type_name -> models.CheckDefinition
-	30, // 34: models.DesiredLRPRunInfo.image_layers:type_name -> models.ImageLayer
-	18, // 35: models.DesiredLRPRunInfo.metric_tags:type_name -> models.DesiredLRPRunInfo.MetricTagsEntry
-	31, // 36: models.DesiredLRPRunInfo.sidecars:type_name -> models.Sidecar
-	32, // 37: models.DesiredLRPRunInfo.log_rate_limit:type_name -> models.LogRateLimit
-	33, // 38: models.DesiredLRPRunInfo.volume_mounted_files:type_name -> models.File
-	22, // 39: models.DesiredLRPUpdate.routes:type_name -> models.ProtoRoutes
-	19, // 40: models.DesiredLRPUpdate.metric_tags:type_name -> models.DesiredLRPUpdate.MetricTagsEntry
-	35, // 41: models.DesiredLRPUpdate.definition:type_name -> models.LRPDefinition
-	36, // 42: models.DesiredLRPsResponse.error:type_name -> models.Error
-	0,  // 43: models.DesiredLRPsResponse.desired_lrps:type_name -> models.DesiredLRP
-	36, // 44: models.DesiredLRPResponse.error:type_name -> models.Error
-	0,  // 45: models.DesiredLRPResponse.desired_lrp:type_name -> models.DesiredLRP
-	36, // 46: models.DesiredLRPSchedulingInfosResponse.error:type_name -> models.Error
-	4,  // 47: models.DesiredLRPSchedulingInfosResponse.desired_lrp_scheduling_infos:type_name -> models.DesiredLRPSchedulingInfo
-	36, // 48: models.DesiredLRPSchedulingInfoByProcessGuidResponse.error:type_name -> models.Error
-	4,  // 49: models.DesiredLRPSchedulingInfoByProcessGuidResponse.desired_lrp_scheduling_info:type_name -> models.DesiredLRPSchedulingInfo
-	0,  // 50: models.DesireLRPRequest.desired_lrp:type_name -> models.DesiredLRP
-	6,  // 51: models.UpdateDesiredLRPRequest.update:type_name -> models.DesiredLRPUpdate
-	36, // 52: models.DesiredLRPLifecycleResponse.error:type_name -> models.Error
-	37, // 53: models.DesiredLRP.MetricTagsEntry.value:type_name -> models.MetricTagValue
-	37, // 54: models.DesiredLRPRunInfo.MetricTagsEntry.value:type_name -> models.MetricTagValue
-	37, // 55: models.DesiredLRPUpdate.MetricTagsEntry.value:type_name -> models.MetricTagValue
-	56, // [56:56] is the sub-list for method output_type
-	56, // [56:56] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	35, // 18: models.DesiredLRP.rollout_strategy:type_name -> models.RolloutStrategy
+	1,  // 19: models.DesiredLRPSchedulingInfo.desired_lrp_key:type_name -> models.DesiredLRPKey
+	2,  // 20: models.DesiredLRPSchedulingInfo.desired_lrp_resource:type_name -> models.DesiredLRPResource
+	22, // 21: models.DesiredLRPSchedulingInfo.routes:type_name -> models.ProtoRoutes
+	24, // 22: models.DesiredLRPSchedulingInfo.modification_tag:type_name -> models.ModificationTag
+	3,  // 23: models.DesiredLRPSchedulingInfo.volume_placement:type_name -> models.VolumePlacement
+	1,  // 24: models.DesiredLRPRunInfo.desired_lrp_key:type_name -> models.DesiredLRPKey
+	20, // 25: models.DesiredLRPRunInfo.environment_variables:type_name -> models.EnvironmentVariable
+	21, // 26: models.DesiredLRPRunInfo.setup:type_name -> models.Action
+	21, // 27: models.DesiredLRPRunInfo.action:type_name -> models.Action
+	21, // 28: models.DesiredLRPRunInfo.monitor:type_name -> models.Action
+	23, // 29: models.DesiredLRPRunInfo.egress_rules:type_name -> models.SecurityGroupRule
+	25, // 30: models.DesiredLRPRunInfo.cached_dependencies:type_name -> models.CachedDependency
+	26, // 31: models.DesiredLRPRunInfo.volume_mounts:type_name -> models.VolumeMount
+	27, // 32: models.DesiredLRPRunInfo.network:type_name -> models.Network
+	28, // 33: models.DesiredLRPRunInfo.certificate_properties:type_name -> models.CertificateProperties
+	29, // 34: models.DesiredLRPRunInfo.check_definition:type_name -> models.CheckDefinition
+	30, // 35: models.DesiredLRPRunInfo.image_layers:type_name -> models.ImageLayer
+	18, // 36: models.DesiredLRPRunInfo.metric_tags:type_name -> models.DesiredLRPRunInfo.MetricTagsEntry
+	31, // 37: models.DesiredLRPRunInfo.sidecars:type_name -> models.Sidecar
+	32, // 38: models.DesiredLRPRunInfo.log_rate_limit:type_name -> models.LogRateLimit
+	33, // 39: models.DesiredLRPRunInfo.volume_mounted_files:type_name -> models.File
+	22, // 40: models.DesiredLRPUpdate.routes:type_name -> models.ProtoRoutes
+	19, // 41: models.DesiredLRPUpdate.metric_tags:type_name -> models.DesiredLRPUpdate.MetricTagsEntry
+	36, // 42: models.DesiredLRPUpdate.definition:type_name -> models.LRPDefinition
+	35, // 43: models.DesiredLRPUpdate.strategy:type_name -> models.RolloutStrategy
+	35, // 44: models.DesiredLRPUpdate.rollout_strategy:type_name -> models.RolloutStrategy
+	37, // 45: models.DesiredLRPsResponse.error:type_name -> models.Error
+	0,  // 46: models.DesiredLRPsResponse.desired_lrps:type_name -> models.DesiredLRP
+	37, // 47: models.DesiredLRPResponse.error:type_name -> models.Error
+	0,  // 48: models.DesiredLRPResponse.desired_lrp:type_name -> models.DesiredLRP
+	37, // 49: models.DesiredLRPSchedulingInfosResponse.error:type_name -> models.Error
+	4,  // 50: models.DesiredLRPSchedulingInfosResponse.desired_lrp_scheduling_infos:type_name -> models.DesiredLRPSchedulingInfo
+	37, // 51: models.DesiredLRPSchedulingInfoByProcessGuidResponse.error:type_name -> models.Error
+	4,  // 52: models.DesiredLRPSchedulingInfoByProcessGuidResponse.desired_lrp_scheduling_info:type_name -> models.DesiredLRPSchedulingInfo
+	0,  // 53: models.DesireLRPRequest.desired_lrp:type_name -> models.DesiredLRP
+	6,  // 54: models.UpdateDesiredLRPRequest.update:type_name -> models.DesiredLRPUpdate
+	37, // 55: models.DesiredLRPLifecycleResponse.error:type_name -> models.Error
+	38, // 56: models.DesiredLRP.MetricTagsEntry.value:type_name -> models.MetricTagValue
+	38, // 57: models.DesiredLRPRunInfo.MetricTagsEntry.value:type_name -> models.MetricTagValue
+	38, // 58: models.DesiredLRPUpdate.MetricTagsEntry.value:type_name -> models.MetricTagValue
+	59, // [59:59] is the sub-list for method output_type
+	59, // [59:59] is the sub-list for method input_type
+	59, // [59:59] is the sub-list for extension type_name
+	59, // [59:59] is the sub-list for extension extendee
+	0,  // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_protocol_pb_desired_lrp_proto_init() }

@@ -226,11 +226,13 @@ var bbsFields = map[string]string{
 // ourFields lists our extensions (extensions.proto's register): the fields we added to BBS
 // messages, all at 1000 and above, and the messages that exist only in our protocol.
 var ourFields = map[string]string{
-	"ActualLRPKey":             "definition_id=1000:string",
-	"ActualLRPsRequest":        "definition_id=1000:string",
-	"DesiredLRP":               "definition_id=1000:string previous_definition_id=1001:string",
+	"ActualLRPKey":      "definition_id=1000:string",
+	"ActualLRPsRequest": "definition_id=1000:string",
+	"DesiredLRP": `definition_id=1000:string previous_definition_id=1001:string
+		rollout_strategy=1002:RolloutStrategy`,
 	"DesiredLRPSchedulingInfo": "definition_id=1000:string previous_definition_id=1001:string healthy_definition_id=1002:string",
-	"DesiredLRPUpdate":         "definition=1000:LRPDefinition",
+	"DesiredLRPUpdate": `definition=1000:LRPDefinition strategy=1001:RolloutStrategy
+		rollout_strategy=1002:RolloutStrategy`,
 }
 
 var ourMessages = map[string]string{
@@ -247,23 +249,42 @@ var ourMessages = map[string]string{
 		sidecars=36:[]Sidecar log_rate_limit=37:LogRateLimit volume_mounted_files=38:[]File
 		update_strategy=39:UpdateStrategy`,
 	"CancelUpdateDesiredLRPRequest": "process_guid=1:string",
-	"RollbackDesiredLRPRequest":     "process_guid=1:string definition_id=2:string",
+	"RollbackDesiredLRPRequest":     "process_guid=1:string definition_id=2:string strategy=3:RolloutStrategy",
 	"LRPDeployment": `process_guid=1:string domain=2:string instances=3:int32 routes=4:ProtoRoutes
 		annotation=5:string modification_tag=6:ModificationTag definitions=7:map
-		active_definition_id=8:string healthy_definition_id=9:string`,
+		active_definition_id=8:string healthy_definition_id=9:string
+		rollout_strategy=10:RolloutStrategy`,
 	"LRPDeploymentDefinition": `process_guid=1:string domain=2:string instances=3:int32
-		routes=4:ProtoRoutes annotation=5:string definition_id=6:string definition=7:LRPDefinition`,
+		routes=4:ProtoRoutes annotation=5:string definition_id=6:string definition=7:LRPDefinition
+		rollout_strategy=8:RolloutStrategy`,
 	"LRPDeploymentUpdate": `instances=1:int32 routes=2:ProtoRoutes annotation=3:string
 		definition_id=4:string definition=5:LRPDefinition`,
-	"CreateLRPDeploymentRequest":             "lrp_deployment_definition=1:LRPDeploymentDefinition",
-	"UpdateLRPDeploymentRequest":             "process_guid=1:string update=2:LRPDeploymentUpdate",
-	"ActivateLRPDeploymentDefinitionRequest": "process_guid=1:string definition_id=2:string",
+	"CreateLRPDeploymentRequest": "lrp_deployment_definition=1:LRPDeploymentDefinition",
+	"UpdateLRPDeploymentRequest": `process_guid=1:string update=2:LRPDeploymentUpdate
+		strategy=3:RolloutStrategy rollout_strategy=4:RolloutStrategy`,
+	"ActivateLRPDeploymentDefinitionRequest": "process_guid=1:string definition_id=2:string strategy=3:RolloutStrategy",
 	"DeleteLRPDeploymentRequest":             "process_guid=1:string",
 	"LRPDeploymentLifecycleResponse":         "error=1:Error",
 	"LRPDeploymentByProcessGuidRequest":      "process_guid=1:string",
 	"LRPDeploymentResponse":                  "error=1:Error lrp_deployment=2:LRPDeployment",
 	"LRPDeploymentsRequest":                  "domain=1:string process_guids=2:[]string",
 	"LRPDeploymentsResponse":                 "error=1:Error lrp_deployments=2:[]LRPDeployment",
+
+	// Rollout strategies and controls (ROLLOUTS-NEXT.md sections 1 and 3).
+	"RolloutStrategy": `max_in_flight=1:int32 min_ready_ms=2:int64 index_deadline_ms=3:int64
+		progress_deadline_ms=4:int64 on_failure=5:string failure=6:FailurePolicy
+		canary=7:CanaryStrategy analysis=8:RolloutAnalysis window=9:string break_glass=10:string`,
+	"FailurePolicy":  "max_crashes=1:int32 max_failed_indices=2:int32",
+	"CanaryStrategy": "steps=1:[]CanaryStep",
+	"CanaryStep":     "instances=1:int32 weight=2:int32 pause_ms=3:int64 analysis=4:bool promote=5:string",
+	"RolloutAnalysis": `interval_ms=1:int64 min_requests=2:int64 max_error_rate_ratio=3:double
+		max_p99_delta_ms=4:int64 max_crash_rate=5:double background=6:bool on_inconclusive=7:string`,
+	"PauseRolloutRequest":    "process_guid=1:string",
+	"ResumeRolloutRequest":   "process_guid=1:string",
+	"AbortRolloutRequest":    "process_guid=1:string reason=2:string",
+	"SetRolloutPaceRequest":  "process_guid=1:string max_in_flight=2:int32",
+	"PromoteRolloutRequest":  "process_guid=1:string full=2:bool",
+	"RolloutControlResponse": "error=1:Error",
 }
 
 type fieldSpec struct {
@@ -458,6 +479,29 @@ func TestExplicitPresence(t *testing.T) {
 		"LRPDeploymentUpdate.instances":     true,
 		"LRPDeploymentUpdate.annotation":    true,
 		"LRPDeploymentUpdate.definition_id": true,
+		// A strategy's scalars: "not given" resolves over the LRP's and the server's, a 0 is
+		// a value (a weight of 0 is a dark canary).
+		"RolloutStrategy.max_in_flight":        true,
+		"RolloutStrategy.min_ready_ms":         true,
+		"RolloutStrategy.index_deadline_ms":    true,
+		"RolloutStrategy.progress_deadline_ms": true,
+		"RolloutStrategy.on_failure":           true,
+		"RolloutStrategy.window":               true,
+		"RolloutStrategy.break_glass":          true,
+		"FailurePolicy.max_crashes":            true,
+		"FailurePolicy.max_failed_indices":     true,
+		"CanaryStep.instances":                 true,
+		"CanaryStep.weight":                    true,
+		"CanaryStep.pause_ms":                  true,
+		"CanaryStep.promote":                   true,
+		"RolloutAnalysis.interval_ms":          true,
+		"RolloutAnalysis.min_requests":         true,
+		"RolloutAnalysis.max_error_rate_ratio": true,
+		"RolloutAnalysis.max_p99_delta_ms":     true,
+		"RolloutAnalysis.max_crash_rate":       true,
+		"RolloutAnalysis.background":           true,
+		"RolloutAnalysis.on_inconclusive":      true,
+		"SetRolloutPaceRequest.max_in_flight":  true,
 	}
 	for _, msg := range append(sortedKeys(bbsFields), sortedKeys(ourMessages)...) {
 		md := messageDescriptor(t, msg)

@@ -72,6 +72,8 @@ func scalar(fd protoreflect.FieldDescriptor, j int) protoreflect.Value {
 		return protoreflect.ValueOfUint32(1<<31 + uint32(j))
 	case protoreflect.Uint64Kind:
 		return protoreflect.ValueOfUint64(1<<63 + uint64(j))
+	case protoreflect.DoubleKind:
+		return protoreflect.ValueOfFloat64(-2.5 - float64(j))
 	case protoreflect.StringKind:
 		return protoreflect.ValueOfString(fmt.Sprintf("%s-%d ✓", fd.Name(), j))
 	case protoreflect.BytesKind:
@@ -120,9 +122,9 @@ func TestRoundTripEveryMessage(t *testing.T) {
 		})
 		return true
 	})
-	// 118 BBS messages and 15 of ours; TestEveryMessageIsListed names them.
-	if n != 133 {
-		t.Errorf("round-tripped %d messages, want 133", n)
+	// 118 BBS messages and 26 of ours; TestEveryMessageIsListed names them.
+	if n != 144 {
+		t.Errorf("round-tripped %d messages, want 144", n)
 	}
 }
 
@@ -159,7 +161,8 @@ func TestDefinitionMatchesDesiredLRP(t *testing.T) {
 	}
 	// And every DesiredLRP field not in the definition is one of the LRP's own.
 	own := map[protoreflect.Name]bool{"process_guid": true, "domain": true, "instances": true, "routes": true,
-		"annotation": true, "modification_tag": true, "metric_tags": true, "previous_definition_id": true}
+		"annotation": true, "modification_tag": true, "metric_tags": true, "previous_definition_id": true,
+		"rollout_strategy": true}
 	for i := 0; i < dd.Len(); i++ {
 		g := dd.Get(i)
 		if ld.ByName(g.Name()) == nil && !own[g.Name()] {
