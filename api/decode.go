@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/updatable-lrps/bbs/model"
 )
@@ -56,25 +55,7 @@ func describeDecodeError(err error) error {
 		if field == "" {
 			field = "value"
 		}
-		return model.Errorf(model.ErrInvalidRequest, "%s: expected %s, got JSON %s", field, describeGoType(typeErr.Type.String()), typeErr.Value)
+		return model.Errorf(model.ErrInvalidRequest, "%s: expected %s, got JSON %s", field, model.DescribeJSONType(typeErr.Type.String()), typeErr.Value)
 	}
 	return model.Errorf(model.ErrInvalidRequest, "the request body does not match the expected shape: %v", err)
-}
-
-// describeGoType names a Go type the way a JSON client thinks of it.
-func describeGoType(t string) string {
-	t = strings.TrimLeft(t, "*")
-	switch {
-	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
-		return "an integer in range (" + t + ")"
-	case t == "string":
-		return "a string"
-	case t == "bool":
-		return "true or false"
-	case strings.HasPrefix(t, "[]"):
-		return "an array"
-	case strings.HasPrefix(t, "map["), strings.Contains(t, "."):
-		return "an object"
-	}
-	return t
 }

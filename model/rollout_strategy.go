@@ -129,30 +129,12 @@ func strategyDecodeError(err error) error {
 		if field == "" {
 			field = "value"
 		}
-		return invalid("strategy.%s: expected %s, got JSON %s", field, jsonKind(typeErr.Type.String()), typeErr.Value)
+		return invalid("strategy.%s: expected %s, got JSON %s", field, DescribeJSONType(typeErr.Type.String()), typeErr.Value)
 	}
 	if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		return invalid("strategy: unknown field %s", msg)
 	}
 	return invalid("strategy: %v", err)
-}
-
-// jsonKind names a Go type the way a JSON client thinks of it.
-func jsonKind(t string) string {
-	t = strings.TrimLeft(t, "*")
-	switch {
-	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
-		return "an integer"
-	case strings.HasPrefix(t, "float"):
-		return "a number"
-	case t == "string":
-		return "a string"
-	case t == "bool":
-		return "true or false"
-	case strings.HasPrefix(t, "[]"):
-		return "an array"
-	}
-	return "an object"
 }
 
 // Validate checks every field that is given. It does not ask whether this server can carry

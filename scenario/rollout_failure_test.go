@@ -6,6 +6,7 @@ package scenario
 // pace of a rollout.
 
 import (
+	"maps"
 	"net/http"
 	"testing"
 	"time"
@@ -65,7 +66,7 @@ func testRolloutCrashLoopReverts(t *testing.T) {
 		return c.allOn(guid, "v1", n) && c.countOn(guid, "v2") == 0
 	})
 	s.finish(t)
-	if after := c.guidsOn(guid, "v1"); len(after) != n || !equalMaps(after, before) {
+	if after := c.guidsOn(guid, "v1"); len(after) != n || !maps.Equal(after, before) {
 		t.Fatalf("v1 instances changed: %v → %v (an old instance was retired)", before, after)
 	}
 	for i := int32(1); i < n; i++ {
@@ -221,16 +222,4 @@ func testRolloutPaceFromStrategy(t *testing.T) {
 	}
 	c.waitLRP(guid, "every index on v2", 20*time.Second, func() bool { return c.allOn(guid, "v2", n) })
 	s.finish(t)
-}
-
-func equalMaps(a, b map[int32]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
