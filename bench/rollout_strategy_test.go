@@ -41,75 +41,105 @@ func ended(state string) func(*model.Rollout) bool {
 // BenchmarkRolloutPace rolls a 100-instance LRP at max_in_flight 1 and another at 10 (the
 // update's strategy) on the same cluster, every index sampled for a RUNNING instance that is
 // not retiring throughout, and reports their index steps per second and the ratio.
+//
+// It does so twice: with instances that run the moment they start (the walk is all
+// orchestration) and with instances that take startDelay to start, as real apps take longer.
 func BenchmarkRolloutPace(b *testing.B) {
 	const n = 100
 	c := strategyCluster(b)
+	lrps := 0
 	for i := 0; i < b.N; i++ {
-		rates := map[int32]float64{}
-		for _, pace := range []int32{1, 10} {
-			guid := fmt.Sprintf("pace%d-%d", pace, i)
-			if err := c.BBS.DesireLRP(ctx, instantLRP(guid, n)); err != nil {
-				b.Fatal(err)
+		for _, delay := range []time.Duration{0, startDelay} {
+			rates := map[int32]float64{}
+			for _, pace := range []int32{1, 10} {
+				guid := fmt.Sprintf("pace%d-%d-%d", pace, delay.Milliseconds(), i)
+				if err := c.BBS.DesireLRP(ctx, instantLRP(guid, n)); err != nil {
+					b.Fatal(err)
+				}
+				lrps++
+				waitRunning(b, c, n*lrps, 2*time.Minute)
+				watch := watchFleet(b, c, guid, n)
+				start := time.Now()
+				u := &model.DesiredLRPUpdate{Definition: delayedDefinition("v2", delay), Strategy: &model.RolloutStrategy{MaxInFlight: &pace}}
+				if err := c.BBS.UpdateDesiredLRP(ctx, guid, u); err != nil {
+					b.Fatal(err)
+				}
+				waitRolloutOf(b, c, guid, 10*time.Minute, ended(model.RolloutCompleted))
+				took := time.Since(start)
+				samples := watch.finish(b, 1)
+				rates[pace] = n / took.Seconds()
+				b.Logf("start %v, max_in_flight %d: %d indices in %s (%.1f index-steps/s); every index served over %d samples",
+					delay, pace, n, took.Round(time.Millisecond), rates[pace], samples)
 			}
-			waitRunning(b, c, n*(2*i+len(rates)+1), 2*time.Minute)
-			watch := watchFleet(b, c, guid, n)
-			start := time.Now()
-			u := &model.DesiredLRPUpdate{Definition: nextDefinition("v2"), Strategy: &model.RolloutStrategy{MaxInFlight: &pace}}
-			if err := c.BBS.UpdateDesiredLRP(ctx, guid, u); err != nil {
-				b.Fatal(err)
-			}
-			waitRolloutOf(b, c, guid, 10*time.Minute, ended(model.RolloutCompleted))
-			took := time.Since(start)
-			samples := watch.finish(b, 1)
-			rates[pace] = n / took.Seconds()
-			b.Logf("max_in_flight %d: %d indices in %s (%.1f index-steps/s); every index served over %d samples",
-				pace, n, took.Round(time.Millisecond), rates[pace], samples)
+			b.Logf("start %v: max_in_flight 10 walks %.2f× as fast as 1 (target ≥ 5)", delay, rates[10]/rates[1])
+			suffix := fmt.Sprintf("-start%dms", delay.Milliseconds())
+			b.ReportMetric(rates[1], "steps/s-pace1"+suffix)
+			b.ReportMetric(rates[10], "steps/s-pace10"+suffix)
+			b.ReportMetric(rates[10]/rates[1], "pace10-ratio"+suffix)
 		}
-		b.Logf("max_in_flight 10 walks %.2f× as fast as 1 (target ≥ 5)", rates[10]/rates[1])
-		b.ReportMetric(rates[1], "steps/s-pace1")
-		b.ReportMetric(rates[10], "steps/s-pace10")
-		b.ReportMetric(rates[10]/rates[1], "pace10-ratio")
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// startDelay is how long an instance of the benchmarks' "real" apps takes to start.
+const startDelay = 300 * time.Millisecond
+
+// delayedDefinition is nextDefinition whose instances take delay to start.
+func delayedDefinition(id string, delay time.Duration) *model.LRPDefinition {
+	d := nextDefinition(id)
+	if delay > 0 {
+		d.Env = append(d.Env, model.EnvironmentVariable{Name: "SIM_START_DELAY_MS", Value: fmt.Sprint(delay.Milliseconds())})
+	}
+	return d
 }
 
 // BenchmarkRevert50 walks a 50-instance LRP forward at max_in_flight 1 until 45 indices run
 // the new definition, then sets the pace to 5 and aborts: the revert walks those indices back.
 // It reports both times over the same indices and their ratio (target ≤ 1/4), with every
 // index sampled throughout.
+//
+// It does so with instances that run the moment they start and with instances that take
+// startDelay, as BenchmarkRolloutPace does.
 func BenchmarkRevert50(b *testing.B) {
 	const n, walked = 50, 45
 	c := strategyCluster(b)
+	lrps := 0
 	for i := 0; i < b.N; i++ {
-		guid := fmt.Sprintf("revert50-%d", i)
-		if err := c.BBS.DesireLRP(ctx, instantLRP(guid, n)); err != nil {
-			b.Fatal(err)
+		for _, delay := range []time.Duration{0, startDelay} {
+			guid := fmt.Sprintf("revert50-%d-%d", delay.Milliseconds(), i)
+			if err := c.BBS.DesireLRP(ctx, instantLRP(guid, n)); err != nil {
+				b.Fatal(err)
+			}
+			lrps++
+			waitRunning(b, c, n*lrps, 2*time.Minute)
+			watch := watchFleet(b, c, guid, n)
+			one := int32(1)
+			start := time.Now()
+			u := &model.DesiredLRPUpdate{Definition: delayedDefinition("v2", delay), Strategy: &model.RolloutStrategy{MaxInFlight: &one}}
+			if err := c.BBS.UpdateDesiredLRP(ctx, guid, u); err != nil {
+				b.Fatal(err)
+			}
+			at := waitRolloutOf(b, c, guid, 5*time.Minute, func(r *model.Rollout) bool { return r.UpdatedInstances >= walked }).UpdatedInstances
+			forward := time.Since(start)
+			if _, err := c.BBS.SetRolloutPace(ctx, guid, 5); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.BBS.AbortRollout(ctx, guid, "benchmark"); err != nil {
+				b.Fatal(err)
+			}
+			back := time.Now()
+			waitRolloutOf(b, c, guid, 5*time.Minute, ended(model.RolloutReverted))
+			reverted := time.Since(back)
+			samples := watch.finish(b, 1)
+			// The indices walked forward and back differ by the index in flight at the abort.
+			ratio := reverted.Seconds() / forward.Seconds()
+			b.Logf("start %v: forward at max_in_flight 1: %d indices in %s; revert at 5 (aborted at %d updated): %s — %.2f of the forward time (target ≤ 0.25); every index served over %d samples",
+				delay, walked, forward.Round(time.Millisecond), at, reverted.Round(time.Millisecond), ratio, samples)
+			suffix := fmt.Sprintf("-start%dms", delay.Milliseconds())
+			b.ReportMetric(forward.Seconds(), "s-forward"+suffix)
+			b.ReportMetric(reverted.Seconds(), "s-revert"+suffix)
+			b.ReportMetric(ratio, "revert-ratio"+suffix)
 		}
-		waitRunning(b, c, n*(i+1), 2*time.Minute)
-		watch := watchFleet(b, c, guid, n)
-		one := int32(1)
-		start := time.Now()
-		u := &model.DesiredLRPUpdate{Definition: nextDefinition("v2"), Strategy: &model.RolloutStrategy{MaxInFlight: &one}}
-		if err := c.BBS.UpdateDesiredLRP(ctx, guid, u); err != nil {
-			b.Fatal(err)
-		}
-		waitRolloutOf(b, c, guid, 5*time.Minute, func(r *model.Rollout) bool { return r.UpdatedInstances >= walked })
-		forward := time.Since(start)
-		if _, err := c.BBS.SetRolloutPace(ctx, guid, 5); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := c.BBS.AbortRollout(ctx, guid, "benchmark"); err != nil {
-			b.Fatal(err)
-		}
-		back := time.Now()
-		r := waitRolloutOf(b, c, guid, 5*time.Minute, ended(model.RolloutReverted))
-		reverted := time.Since(back)
-		samples := watch.finish(b, 1)
-		b.Logf("forward at max_in_flight 1: %d indices in %s; revert at 5 (aborted at %d updated): %s — %.2f of the forward time (target ≤ 0.25); every index served over %d samples",
-			walked, forward.Round(time.Millisecond), r.UpdatedInstances, reverted.Round(time.Millisecond), reverted.Seconds()/forward.Seconds(), samples)
-		b.ReportMetric(forward.Seconds(), "s-forward")
-		b.ReportMetric(reverted.Seconds(), "s-revert")
-		b.ReportMetric(reverted.Seconds()/forward.Seconds(), "revert-ratio")
 	}
 	b.ReportMetric(0, "ns/op")
 }
