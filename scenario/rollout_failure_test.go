@@ -223,3 +223,54 @@ func testRolloutPaceFromStrategy(t *testing.T) {
 	c.waitLRP(guid, "every index on v2", 20*time.Second, func() bool { return c.allOn(guid, "v2", n) })
 	s.finish(t)
 }
+
+// A cell lost mid-rollout is a platform failure: the instances it held are placed elsewhere
+// and the rollout completes, never reverted for it. The indices whose instances the lost
+// cell held are left out of the availability check (a lost cell is downtime there whatever
+// the rollout does) until they run again.
+func testRolloutCellLostIsNotAFailure(t *testing.T) {
+	const n, guid = 4, "cell-lost-web"
+	c := newRolloutCluster(t, rolloutOptions{converge: true, cells: 4})
+	c.createDeployment(guid, n, "v1", simDefinition())
+	c.waitLRP(guid, "4 RUNNING on v1", 20*time.Second, func() bool { return c.allOn(guid, "v1", n) })
+	s := c.sample(guid, n)
+	c.updateDeployment(guid, "v2", simDefinition(env("SIM_START_DELAY_MS", "600"), env("VERSION", "2")))
+	var victim string
+	c.waitLRP(guid, "a new instance placed past index 0", 20*time.Second, func() bool {
+		for _, a := range c.instances(guid) {
+			if a.DefinitionID == "v2" && a.Index > 0 && a.CellID != "" {
+				victim = a.CellID
+				return true
+			}
+		}
+		return false
+	})
+	lost := map[int32]bool{}
+	for _, a := range c.instances(guid) {
+		if a.CellID == victim {
+			lost[a.Index] = true
+			s.exclude(a.Index)
+		}
+	}
+	for _, sc := range c.Cells {
+		if sc.ID == victim {
+			sc.Stop()
+		}
+	}
+	r := c.waitEnded(guid, model.RolloutCompleted, 60*time.Second)
+	if r.Failure != nil || len(r.GivenUpIndices) > 0 {
+		t.Fatalf("a lost cell counted as a failure: %+v (failure %+v)", r, r.Failure)
+	}
+	c.waitLRP(guid, "every index on v2, none on the lost cell", 30*time.Second, func() bool {
+		for _, a := range c.instances(guid) {
+			if a.CellID == victim {
+				return false
+			}
+		}
+		return c.allOn(guid, "v2", n)
+	})
+	for i := range lost {
+		s.include(i)
+	}
+	s.finish(t)
+}

@@ -37,6 +37,7 @@ func TestRollout(t *testing.T) {
 		{"AbortReverts", testRolloutAbortReverts},
 		{"RevertThatCannotStartPauses", testRolloutRevertThatCannotStartPauses},
 		{"PaceFromStrategy", testRolloutPaceFromStrategy},
+		{"CellLostIsNotAFailure", testRolloutCellLostIsNotAFailure},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()

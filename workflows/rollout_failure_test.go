@@ -186,3 +186,34 @@ func TestRolloutFailingRevertPauses(t *testing.T) {
 		t.Fatalf("the walk back at index 0 was tried %d times, want 2 (once, then after the resume): %q", n, w.calls)
 	}
 }
+
+// A new definition during a revert supersedes it (seed 000): the walk goes to the new target
+// from index 0, and the failure of the reverted one is not carried to the new rollout.
+func TestRolloutSupersedeDuringRevert(t *testing.T) {
+	w := newWorld(t, 4)
+	w.onAwait(anyAwait, 10*time.Minute)
+	w.await = func(in activities.AwaitRunningInput) (activities.AwaitRunningOutput, error) {
+		if in.DefinitionID == "def2" && in.Index == 2 {
+			return activities.AwaitRunningOutput{GivenUp: true, Failure: &model.RolloutFailure{Reason: model.FailureCrashLoop,
+				Index: &in.Index, DefinitionID: "def2", Kind: model.FailureApp}}, nil
+		}
+		w.mu.Lock()
+		w.healthy = in.DefinitionID
+		w.mu.Unlock()
+		return activities.AwaitRunningOutput{Running: true}, nil
+	}
+	// def2 fails at index 2 (30 min in); the revert walks index 1 back (30–40 min); def3
+	// comes during it.
+	w.signal(35*time.Minute, workflows.SignalSupersede, workflows.SupersedeSignal{RolloutID: "r2", ToDefinitionID: "def3",
+		Failure: &workflows.FailurePolicy{OnFailure: model.OnFailureRevert, MaxCrashes: 3, MaxFailedIndices: 1}})
+	out := w.run(withPolicy(model.OnFailureRevert, 1))
+	if out.State != model.RolloutCompleted || out.RolloutID != "r2" || !slices.Equal(out.Updated, []int32{0, 1, 2, 3}) {
+		t.Fatalf("output %+v, calls %q", out, w.calls)
+	}
+	if !w.has("begin-cancel r1") || !w.has("desire def3 3") {
+		t.Fatalf("calls %q", w.calls)
+	}
+	if f := lastProgress(w).Failure; f != nil {
+		t.Fatalf("the new rollout carries the old one's failure: %+v", f)
+	}
+}
