@@ -34,6 +34,8 @@ func (f *fakeAPI) Rollout(context.Context, string) (*model.Rollout, error) {
 	if !r.InProgress() {
 		r.FinishedAt = 2
 	}
+	one := int32(1)
+	r.Failure = &model.RolloutFailure{Reason: model.FailureCrashLoop, Kind: model.FailureApp, Index: &one, Detail: "3 crashes; last: exit status 1"}
 	return r, nil
 }
 
@@ -121,7 +123,8 @@ func TestStatusShowsEveryIndex(t *testing.T) {
 	if code != rolloutcli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"phase   walking (state active)", "1/2 updated", "RUNNING ready", "CRASHED (2 crashes)"} {
+	for _, want := range []string{"phase   walking (state active)", "1/2 updated", "RUNNING ready", "CRASHED (2 crashes)",
+		`failure crash_loop (app) at index 1: 3 crashes; last: exit status 1`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}

@@ -39,6 +39,17 @@ func (v View) Render(w io.Writer, now time.Time) {
 		fmt.Fprintf(w, ", given up %v", r.GivenUpIndices)
 	}
 	fmt.Fprintln(w)
+	for _, f := range []struct {
+		label string
+		f     *model.RolloutFailure
+	}{{"failure", r.Failure}, {"revert failure", r.RevertFailure}} {
+		if f.f != nil {
+			fmt.Fprintf(w, "%-7s %s (%s)%s: %s\n", f.label, f.f.Reason, f.f.Kind, atIndex(f.f.Index), f.f.Detail)
+		}
+	}
+	if r.RevertedTo != "" {
+		fmt.Fprintf(w, "reverted to %s\n", r.RevertedTo)
+	}
 	v.renderIndices(w)
 	// The age last: watch compares views without it (withoutAge).
 	if r.FinishedAt != 0 {
@@ -118,4 +129,11 @@ func deref(s *string, def string) string {
 		return def
 	}
 	return *s
+}
+
+func atIndex(i *int32) string {
+	if i == nil {
+		return ""
+	}
+	return fmt.Sprintf(" at index %d", *i)
 }
