@@ -98,6 +98,11 @@ type AwaitRunningInput struct {
 	// MaxCrashes-th crash (a crash loop).
 	Failures   bool  `json:"failures,omitempty"`
 	MaxCrashes int32 `json:"max_crashes,omitempty"`
+	// MinReady, when positive, is how long the instance must have been RUNNING and ready,
+	// without a break, before the wait says it runs (strategy.min_ready_ms): an instance that
+	// passes its first check and then falls over does not cost the old one its index. The
+	// deadline does not pass while the instance is ready.
+	MinReady time.Duration `json:"min_ready,omitempty"`
 }
 
 // AwaitRunningOutput says how the wait ended. Exactly one of Running, GivenUp, Missing and
@@ -336,6 +341,7 @@ func (r *Rollouts) await(ctx context.Context, in AwaitRunningInput, since time.T
 	tick := r.tick()
 	timer := time.NewTimer(tick)
 	defer timer.Stop()
+	var readySince time.Time // since when the instance has been routable, for MinReady
 	for {
 		out, look, err := r.checkRunning(ctx, in)
 		state := look.state
@@ -343,10 +349,22 @@ func (r *Rollouts) await(ctx context.Context, in AwaitRunningInput, since time.T
 			idle(state, true)
 			return out, err
 		}
+		wait := tick
+		if out.Running && in.MinReady > 0 {
+			if readySince.IsZero() {
+				readySince = time.Now()
+			}
+			left := in.MinReady - time.Since(readySince)
+			if left > 0 {
+				out, state, wait = AwaitRunningOutput{}, fmt.Sprintf("RUNNING and ready for %v of min_ready %v", time.Since(readySince).Round(time.Millisecond), in.MinReady), min(wait, left)
+				since = time.Now() // ready: the deadline is met
+			}
+		} else if !out.Running {
+			readySince = time.Time{}
+		}
 		if !out.isZero() {
 			return out, nil
 		}
-		wait := tick
 		if in.Failures && look.unplaced {
 			// Not placed (no capacity, its cell lost): a platform failure, retried as long as
 			// it lasts; the instance's own time starts once it is placed.

@@ -91,3 +91,28 @@ func TestAwaitRunningDoesNotFailAnInstanceWaitingForPlacement(t *testing.T) {
 		t.Fatalf("without a policy: %+v after %v", res.out, time.Since(start))
 	}
 }
+
+// With MinReady the wait says RUNNING only once the instance has been ready that long without
+// a break: a readiness that falls over restarts the count.
+func TestAwaitRunningWaitsForMinReady(t *testing.T) {
+	s := newFakeRolloutStore(3)
+	s.set("def2", 0, model.StateRunning)
+	r := &activities.Rollouts{Store: s, Log: zaptest.NewLogger(t), SafetyTick: 10 * time.Millisecond}
+	in := def2At0
+	in.MinReady = 300 * time.Millisecond
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		s.setInstance(model.ActualLRP{ActualLRPKey: model.ActualLRPKey{DefinitionID: "def2", Index: 0}, State: model.StateRunning, NotReady: true})
+		time.Sleep(50 * time.Millisecond)
+		s.set("def2", 0, model.StateRunning) // ready again: the count starts over
+	}()
+	start := time.Now()
+	res := await(t, r, in, nil)
+	if res.err != nil || !res.out.Running {
+		t.Fatalf("got %+v", res)
+	}
+	// A lower bound only (a slow machine makes it later): ready again at 200 ms, then 300 ms.
+	if d := time.Since(start); d < 500*time.Millisecond {
+		t.Fatalf("RUNNING after %v: min_ready counted across the break", d)
+	}
+}

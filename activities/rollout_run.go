@@ -41,6 +41,8 @@ type WalkRunInput struct {
 	// failure means (revert, pause, or walk on).
 	Failures   bool  `json:"failures,omitempty"`
 	MaxCrashes int32 `json:"max_crashes,omitempty"`
+	// MinReady is AwaitRunningInput.MinReady for every index of the run.
+	MinReady time.Duration `json:"min_ready,omitempty"`
 }
 
 // WalkRunOutput is what a run did, over all its attempts.
@@ -262,7 +264,7 @@ func (w *runWalk) advance(ctx context.Context, done int32, outcome string, next 
 // instance never runs must not wait on for good.
 func (w *runWalk) wait(ctx context.Context, changes <-chan struct{}) (AwaitRunningOutput, error) {
 	in := AwaitRunningInput{ProcessGUID: w.in.ProcessGUID, DefinitionID: w.in.DefinitionID, Index: w.next,
-		Failures: w.in.Failures, MaxCrashes: w.in.MaxCrashes}
+		Failures: w.in.Failures, MaxCrashes: w.in.MaxCrashes, MinReady: w.in.MinReady}
 	if w.healthy {
 		in.Deadline = w.in.Deadline
 	}

@@ -152,7 +152,7 @@ func TestSupportedRefusesWhatTheEngineDoesNotDoYet(t *testing.T) {
 		{`{"canary": {"steps": [{"instances": 1}]}}`, "canary"},
 		{`{"on_failure": "revert"}`, ""},
 		{`{"on_failure": "pause"}`, ""},
-		{`{"min_ready_ms": 10}`, "min_ready_ms"},
+		{`{"min_ready_ms": 10}`, ""},
 		{`{"progress_deadline_ms": 10}`, "progress_deadline_ms"},
 		{`{"analysis": {"background": true}}`, "background"},
 		{`{"window": "maintenance"}`, "maintenance"},

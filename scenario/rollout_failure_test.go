@@ -274,3 +274,26 @@ func testRolloutCellLostIsNotAFailure(t *testing.T) {
 	}
 	s.finish(t)
 }
+
+// min_ready_ms: a release whose instances pass their readiness check for a moment and then
+// fall over never counts as RUNNING, so no old instance is retired for it; it fails at the
+// index deadline (not_ready) and is reverted. The same release without min_ready would have
+// walked every index (its readiness passes first).
+func testRolloutMinReadyCatchesAFlappingRelease(t *testing.T) {
+	const n, guid = 3, "minready-web"
+	c := newRolloutCluster(t, rolloutOptions{})
+	c.createDeployment(guid, n, "v1", simDefinition())
+	c.waitLRP(guid, "3 RUNNING on v1", 20*time.Second, func() bool { return c.allOn(guid, "v1", n) })
+	before := c.guidsOn(guid, "v1")
+	v2 := simDefinition(env("SIM_READINESS", "fail-after:300"), env("VERSION", "2"))
+	v2.CheckDefinition = &model.CheckDefinition{ReadinessChecks: []model.Check{{HTTPCheck: &model.HTTPCheck{Port: 8080, Path: "/ready"}}}}
+	c.updateWithStrategy(guid, "v2", v2, map[string]any{"min_ready_ms": 1500, "index_deadline_ms": 3000})
+	r := c.waitEnded(guid, model.RolloutReverted, 30*time.Second)
+	checkFailure(t, r.Failure, model.FailureNotReady, model.FailureApp, 0)
+	c.waitLRP(guid, "every index on v1", 20*time.Second, func() bool {
+		return c.allOn(guid, "v1", n) && c.countOn(guid, "v2") == 0
+	})
+	if after := c.guidsOn(guid, "v1"); !maps.Equal(after, before) {
+		t.Fatalf("v1 instances changed: %v → %v (an old instance was retired for a flapping one)", before, after)
+	}
+}

@@ -38,6 +38,7 @@ func TestRollout(t *testing.T) {
 		{"RevertThatCannotStartPauses", testRolloutRevertThatCannotStartPauses},
 		{"PaceFromStrategy", testRolloutPaceFromStrategy},
 		{"CellLostIsNotAFailure", testRolloutCellLostIsNotAFailure},
+		{"MinReadyCatchesAFlappingRelease", testRolloutMinReadyCatchesAFlappingRelease},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()

@@ -68,6 +68,9 @@ type RolloutInput struct {
 	// goes step by step.
 	Runs bool `json:"runs,omitempty"`
 
+	// MinReady is how long a new instance must be RUNNING and ready before the old one at
+	// its index is retired (strategy.min_ready_ms; not for a walk back).
+	MinReady time.Duration `json:"min_ready,omitempty"`
 	// Failure is the rollout's failure policy (its resolved strategy, ROLLOUTS-NEXT.md
 	// section 4). Without one (runs started before strategies) the walk is the seeds': no
 	// deadline until the target has run, and an index given up is walked past.
@@ -147,8 +150,10 @@ type SupersedeSignal struct {
 	// (older signals, a rollback an operator signalled) keeps the run's.
 	MaxInFlight   int           `json:"max_in_flight,omitempty"`
 	IndexDeadline time.Duration `json:"index_deadline,omitempty"`
-	// Failure is the new rollout's failure policy; nil keeps the run's.
-	Failure *FailurePolicy `json:"failure,omitempty"`
+	// Failure is the new rollout's failure policy; nil keeps the run's. MinReady is its
+	// min_ready (zero: none).
+	Failure  *FailurePolicy `json:"failure,omitempty"`
+	MinReady time.Duration  `json:"min_ready,omitempty"`
 }
 
 // AbortSignal is the payload of SignalAbort.

@@ -217,3 +217,20 @@ func TestRolloutSupersedeDuringRevert(t *testing.T) {
 		t.Fatalf("the new rollout carries the old one's failure: %+v", f)
 	}
 }
+
+// min_ready goes with every forward wait, never with a walk back's (a revert restores
+// service as fast as it can).
+func TestRolloutMinReadyIsForwardOnly(t *testing.T) {
+	w := newWorld(t, 4)
+	w.crashLoopAt("def2", 2)
+	in := withPolicy(model.OnFailureRevert, 1)
+	in.MinReady = 30 * time.Second
+	if out := w.run(in); out.State != model.RolloutReverted {
+		t.Fatalf("output %+v", out)
+	}
+	for _, a := range w.awaits {
+		if forward := a.DefinitionID == "def2"; (a.MinReady == in.MinReady) != forward {
+			t.Errorf("await %s %d has min_ready %v", a.DefinitionID, a.Index, a.MinReady)
+		}
+	}
+}

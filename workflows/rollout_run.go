@@ -61,6 +61,7 @@ func (r *rollout) walkRun(ctx workflow.Context, s *step) stepResult {
 		Deadline: r.in.IndexDeadline, MaxSteps: r.in.ContinueAsNewEvery - r.steps,
 		RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID}
 	in.Failures, in.MaxCrashes = r.awaitFailures()
+	in.MinReady = r.in.MinReady
 	var out activities.WalkRunOutput
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, runOptions), acts.WalkRun, in).Get(ctx, &out)
 	switch {

@@ -203,7 +203,7 @@ func (r *rollout) onSupersede(sig SupersedeSignal) bool {
 		r.in.IndexDeadline = sig.IndexDeadline
 	}
 	if sig.Failure != nil {
-		r.in.Failure = sig.Failure
+		r.in.Failure, r.in.MinReady = sig.Failure, sig.MinReady
 	}
 	// Failures belong to the rollout the supersede ended.
 	r.walked.Failed, r.walked.Failure, r.walked.RevertFailure, r.walked.Reverting = nil, nil, nil, false

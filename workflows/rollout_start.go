@@ -59,7 +59,8 @@ func StartRollout(ctx context.Context, c client.Client, taskQueue string, in Rol
 // the old run may have finished between the API's write and this call.
 func SupersedeRollout(ctx context.Context, c client.Client, taskQueue string, in RolloutInput) error {
 	sig := SupersedeSignal{RolloutID: in.RolloutID, ToDefinitionID: in.ToDefinitionID, Kind: in.Kind,
-		FromDefinitionID: in.FromDefinitionID, MaxInFlight: in.MaxInFlight, IndexDeadline: in.IndexDeadline, Failure: in.Failure}
+		FromDefinitionID: in.FromDefinitionID, MaxInFlight: in.MaxInFlight, IndexDeadline: in.IndexDeadline, Failure: in.Failure,
+		MinReady: in.MinReady}
 	_, err := c.SignalWithStartWorkflow(ctx, model.RolloutWorkflowID(in.ProcessGUID), SignalSupersede, sig,
 		rolloutStartOptions(taskQueue, in), RolloutWorkflowType, in)
 	if err != nil {
@@ -112,7 +113,15 @@ func (rc *RolloutClient) Input(r *model.Rollout, domain string) RolloutInput {
 	return RolloutInput{RolloutID: r.ID, ProcessGUID: r.ProcessGUID, Domain: domain,
 		FromDefinitionID: r.FromDefinitionID, ToDefinitionID: r.ToDefinitionID, Kind: r.Kind,
 		MaxInFlight: r.Strategy.MaxInFlightOr(rc.MaxInFlight), IndexDeadline: deadline, Runs: !rc.Stepwise,
-		Failure: failurePolicy(r.Strategy)}
+		Failure: failurePolicy(r.Strategy), MinReady: minReady(r.Strategy)}
+}
+
+// minReady is a resolved strategy's min_ready_ms.
+func minReady(s *model.RolloutStrategy) time.Duration {
+	if s == nil || s.MinReadyMS == nil {
+		return 0
+	}
+	return time.Duration(*s.MinReadyMS) * time.Millisecond
 }
 
 // failurePolicy is the failure policy of a resolved strategy; nil for a rollout without one

@@ -260,10 +260,12 @@ func (r *rollout) runStep(ctx workflow.Context, s *step, deadline time.Duration)
 		}
 		var out activities.AwaitRunningOutput
 		actx := workflow.WithActivityOptions(ctx, awaitOptions)
-		err := workflow.ExecuteActivity(actx, acts.AwaitRunning, activities.AwaitRunningInput{
-			ProcessGUID: r.in.ProcessGUID, DefinitionID: s.def, Index: s.index, Deadline: left,
-			Failures: failures, MaxCrashes: maxCrashes,
-		}).Get(ctx, &out)
+		await := activities.AwaitRunningInput{ProcessGUID: r.in.ProcessGUID, DefinitionID: s.def, Index: s.index, Deadline: left,
+			Failures: failures, MaxCrashes: maxCrashes}
+		if !s.back {
+			await.MinReady = r.in.MinReady // a walk back restores service: no min_ready
+		}
+		err := workflow.ExecuteActivity(actx, acts.AwaitRunning, await).Get(ctx, &out)
 		switch {
 		case ctx.Err() != nil:
 			return r.retire(dctx, in, outInterrupted, "")
