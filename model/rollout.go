@@ -163,6 +163,8 @@ const (
 	FailureIndexDeadline = "index_deadline"
 	// FailureNotReady: a new instance was RUNNING but not ready within index_deadline_ms.
 	FailureNotReady = "not_ready"
+	// FailureProgressDeadline: the rollout was not complete within progress_deadline_ms.
+	FailureProgressDeadline = "progress_deadline"
 	// FailureAborted: an operator aborted the rollout.
 	FailureAborted = "aborted"
 )

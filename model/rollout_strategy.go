@@ -385,8 +385,6 @@ func (s *RolloutStrategy) Supported() error {
 		return invalid("%s is not available on this server yet (ROLLOUTS-NEXT.md)", what)
 	}
 	switch {
-	case s.ProgressDeadlineMS != nil && *s.ProgressDeadlineMS > 0:
-		return notYet("strategy.progress_deadline_ms")
 	case s.Analysis != nil && s.Analysis.Background != nil && *s.Analysis.Background:
 		return notYet("strategy.analysis.background (canary analysis)")
 	case s.Window != nil:

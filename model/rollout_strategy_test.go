@@ -153,7 +153,7 @@ func TestSupportedRefusesWhatTheEngineDoesNotDoYet(t *testing.T) {
 		{`{"on_failure": "revert"}`, ""},
 		{`{"on_failure": "pause"}`, ""},
 		{`{"min_ready_ms": 10}`, ""},
-		{`{"progress_deadline_ms": 10}`, "progress_deadline_ms"},
+		{`{"progress_deadline_ms": 10}`, ""},
 		{`{"analysis": {"background": true}}`, "background"},
 		{`{"window": "maintenance"}`, "maintenance"},
 	} {

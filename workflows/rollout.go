@@ -68,6 +68,9 @@ type RolloutInput struct {
 	// goes step by step.
 	Runs bool `json:"runs,omitempty"`
 
+	// ProgressDeadline bounds the whole rollout (strategy.progress_deadline_ms, 0: none):
+	// past it, the rollout has failed (reason progress_deadline).
+	ProgressDeadline time.Duration `json:"progress_deadline,omitempty"`
 	// MinReady is how long a new instance must be RUNNING and ready before the old one at
 	// its index is retired (strategy.min_ready_ms; not for a walk back).
 	MinReady time.Duration `json:"min_ready,omitempty"`
@@ -125,6 +128,9 @@ type RolloutWalk struct {
 	Failure       *model.RolloutFailure `json:"failure,omitempty"`
 	RevertFailure *model.RolloutFailure `json:"revert_failure,omitempty"`
 	Reverting     bool                  `json:"reverting,omitempty"`
+	// ProgressDeadlineAt is when the rollout's progress deadline passes (Unix nanoseconds of
+	// workflow time), fixed by its first run; 0 without one.
+	ProgressDeadlineAt int64 `json:"progress_deadline_at,omitempty"`
 }
 
 // RollbackSignal is the payload of SignalRollback.
@@ -150,10 +156,11 @@ type SupersedeSignal struct {
 	// (older signals, a rollback an operator signalled) keeps the run's.
 	MaxInFlight   int           `json:"max_in_flight,omitempty"`
 	IndexDeadline time.Duration `json:"index_deadline,omitempty"`
-	// Failure is the new rollout's failure policy; nil keeps the run's. MinReady is its
-	// min_ready (zero: none).
-	Failure  *FailurePolicy `json:"failure,omitempty"`
-	MinReady time.Duration  `json:"min_ready,omitempty"`
+	// Failure is the new rollout's failure policy; nil keeps the run's. MinReady and
+	// ProgressDeadline are its min_ready and progress deadline (zero: none).
+	Failure          *FailurePolicy `json:"failure,omitempty"`
+	MinReady         time.Duration  `json:"min_ready,omitempty"`
+	ProgressDeadline time.Duration  `json:"progress_deadline,omitempty"`
 }
 
 // AbortSignal is the payload of SignalAbort.
@@ -286,6 +293,10 @@ type rollout struct {
 
 	// temporalCancel receives once when the workflow is cancelled through Temporal.
 	temporalCancel workflow.Channel
+
+	// progressTimer fires at the progress deadline (nil until the walk sets it, and after it
+	// fired or the rollout no longer walks forward).
+	progressTimer workflow.Future
 
 	cancelCh, pauseCh, resumeCh, supersedeCh, rollbackCh, setPaceCh, abortCh workflow.ReceiveChannel
 

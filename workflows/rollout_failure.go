@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/updatable-lrps/bbs/model"
 	"go.temporal.io/sdk/workflow"
@@ -99,4 +100,45 @@ func failureText(f *model.RolloutFailure) string {
 		at = fmt.Sprintf(" at index %d", *f.Index)
 	}
 	return fmt.Sprintf("%s failure %s%s: %s", f.Kind, f.Reason, at, f.Detail)
+}
+
+// addProgressDeadline makes sel fire at the rollout's progress deadline while the walk goes
+// forward and nothing has failed yet; the timer is made once per run, at the time the first
+// run fixed. It counts the whole rollout, pauses included, but does not fail a rollout an
+// operator holds: that one fails when resumed, should the deadline have passed meanwhile.
+func (r *rollout) addProgressDeadline(sel workflow.Selector, changed *bool) {
+	if r.in.ProgressDeadline <= 0 || !r.failures() || r.phase.back() || r.phase.held() || r.walked.Failure != nil ||
+		r.walked.ProgressDeadlineAt < 0 {
+		return
+	}
+	if r.walked.ProgressDeadlineAt == 0 {
+		r.walked.ProgressDeadlineAt = workflow.Now(r.ctx).Add(r.in.ProgressDeadline).UnixNano()
+	}
+	if r.progressTimer == nil {
+		left := time.Unix(0, r.walked.ProgressDeadlineAt).Sub(workflow.Now(r.ctx))
+		r.progressTimer = workflow.NewTimer(r.ctx, max(left, time.Millisecond))
+	}
+	sel.AddFuture(r.progressTimer, func(workflow.Future) {
+		r.progressTimer = nil
+		*changed = r.onProgressDeadline() || *changed
+	})
+}
+
+// onProgressDeadline fails a rollout still walking forward at its progress deadline, as an
+// index failure does once max_failed_indices is reached.
+func (r *rollout) onProgressDeadline() bool {
+	if r.phase.back() || r.walked.Failure != nil {
+		return false
+	}
+	r.walked.ProgressDeadlineAt = -1 // passed: no timer again in this rollout
+	r.walked.Failure = &model.RolloutFailure{Reason: model.FailureProgressDeadline, Kind: model.FailureApp,
+		DefinitionID: r.in.ToDefinitionID, Detail: fmt.Sprintf("not complete within %v", r.in.ProgressDeadline)}
+	workflow.GetLogger(r.ctx).Warn("progress deadline passed", "definition_id", r.in.ToDefinitionID, "deadline", r.in.ProgressDeadline)
+	switch r.in.Failure.OnFailure {
+	case model.OnFailureRevert:
+		r.revert()
+	case model.OnFailurePause:
+		r.phase = phaseOf(false, true)
+	}
+	return true
 }

@@ -234,3 +234,31 @@ func TestRolloutMinReadyIsForwardOnly(t *testing.T) {
 		}
 	}
 }
+
+// A rollout not complete at its progress deadline fails (progress_deadline) and reverts: the
+// index in flight is interrupted and the updated ones walk back.
+func TestRolloutProgressDeadlineReverts(t *testing.T) {
+	w := newWorld(t, 4)
+	w.onAwait(anyAwait, 10*time.Minute)
+	in := withPolicy(model.OnFailureRevert, 1)
+	in.IndexDeadline, in.ProgressDeadline = time.Hour, 25*time.Minute
+	out := w.run(in)
+	if out.State != model.RolloutReverted {
+		t.Fatalf("output %+v", out)
+	}
+	f := lastProgress(w).Failure
+	if f == nil || f.Reason != model.FailureProgressDeadline {
+		t.Fatalf("failure %+v", f)
+	}
+	if at := w.at["begin-cancel r1"]; at != 25*time.Minute {
+		t.Fatalf("the revert began at %v, want at the deadline (25m)", at)
+	}
+	assertWalk(t, w, forward("def2", 0, 1), []string{"desire def2 2", "await def2 2", "retire def2 2"}, forward("def1", 1, 0))
+	// Without a deadline the same walk completes.
+	w = newWorld(t, 4)
+	w.onAwait(anyAwait, 10*time.Minute)
+	in.ProgressDeadline = 0
+	if out := w.run(in); out.State != model.RolloutCompleted {
+		t.Fatalf("without a deadline: %+v", out)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -265,6 +266,19 @@ var recordingScenarios = []recordingScenario{
 		},
 	},
 	{
+		// The progress deadline passes during the walk: the index in flight (an index run's,
+		// in runs mode) is interrupted and the updated ones walk back.
+		name: "progress_deadline", instances: 4, startIn: 300 * time.Millisecond,
+		in: func(in *workflows.RolloutInput) {
+			in.IndexDeadline, in.ProgressDeadline = time.Minute, 800*time.Millisecond
+			in.Failure = &workflows.FailurePolicy{OnFailure: model.OnFailureRevert, MaxCrashes: 3, MaxFailedIndices: 1}
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutReverted, nil)
+			expectInstances(t, r, on("def1", 4))
+		},
+	},
+	{
 		// An operator's abort mid-walk: the walk back to def1, ending reverted.
 		name: "abort", instances: 4, startIn: 150 * time.Millisecond,
 		steer: func(ctx context.Context, t *testing.T, r *recording) {
@@ -305,6 +319,8 @@ var recordingScenarios = []recordingScenario{
 // an existing one is never overwritten). Run it whenever RolloutWorkflow changes:
 //
 //	RECORD_HISTORIES=<set> TEMPORAL_BIN=... go test ./workflows/ -run RecordRolloutHistories
+//
+// RECORD_SCENARIOS=<regexp> records only the scenarios it matches (a set for new ones).
 func TestRecordRolloutHistories(t *testing.T) {
 	set := os.Getenv("RECORD_HISTORIES")
 	if set == "" {
@@ -318,7 +334,14 @@ func TestRecordRolloutHistories(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	only, err := regexp.Compile(os.Getenv("RECORD_SCENARIOS")) // empty: every one
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, sc := range recordingScenarios {
+		if !only.MatchString(sc.name) {
+			continue
+		}
 		t.Run(sc.name, func(t *testing.T) { recordScenario(t, c, dir, sc, false) })
 		t.Run(sc.name+"_runs", func(t *testing.T) { recordScenario(t, c, dir, sc, true) })
 	}

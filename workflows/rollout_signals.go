@@ -203,10 +203,11 @@ func (r *rollout) onSupersede(sig SupersedeSignal) bool {
 		r.in.IndexDeadline = sig.IndexDeadline
 	}
 	if sig.Failure != nil {
-		r.in.Failure, r.in.MinReady = sig.Failure, sig.MinReady
+		r.in.Failure, r.in.MinReady, r.in.ProgressDeadline = sig.Failure, sig.MinReady, sig.ProgressDeadline
 	}
-	// Failures belong to the rollout the supersede ended.
+	// Failures and the progress deadline belong to the rollout the supersede ended.
 	r.walked.Failed, r.walked.Failure, r.walked.RevertFailure, r.walked.Reverting = nil, nil, nil, false
+	r.walked.ProgressDeadlineAt, r.progressTimer = 0, nil
 	r.walked.NextIndex = 0
 	r.walked.Updated = nil
 	r.walked.GivenUp = nil

@@ -60,7 +60,7 @@ func StartRollout(ctx context.Context, c client.Client, taskQueue string, in Rol
 func SupersedeRollout(ctx context.Context, c client.Client, taskQueue string, in RolloutInput) error {
 	sig := SupersedeSignal{RolloutID: in.RolloutID, ToDefinitionID: in.ToDefinitionID, Kind: in.Kind,
 		FromDefinitionID: in.FromDefinitionID, MaxInFlight: in.MaxInFlight, IndexDeadline: in.IndexDeadline, Failure: in.Failure,
-		MinReady: in.MinReady}
+		MinReady: in.MinReady, ProgressDeadline: in.ProgressDeadline}
 	_, err := c.SignalWithStartWorkflow(ctx, model.RolloutWorkflowID(in.ProcessGUID), SignalSupersede, sig,
 		rolloutStartOptions(taskQueue, in), RolloutWorkflowType, in)
 	if err != nil {
@@ -113,15 +113,16 @@ func (rc *RolloutClient) Input(r *model.Rollout, domain string) RolloutInput {
 	return RolloutInput{RolloutID: r.ID, ProcessGUID: r.ProcessGUID, Domain: domain,
 		FromDefinitionID: r.FromDefinitionID, ToDefinitionID: r.ToDefinitionID, Kind: r.Kind,
 		MaxInFlight: r.Strategy.MaxInFlightOr(rc.MaxInFlight), IndexDeadline: deadline, Runs: !rc.Stepwise,
-		Failure: failurePolicy(r.Strategy), MinReady: minReady(r.Strategy)}
+		Failure: failurePolicy(r.Strategy), MinReady: millis(r.Strategy, func(s *model.RolloutStrategy) *int64 { return s.MinReadyMS }),
+		ProgressDeadline: millis(r.Strategy, func(s *model.RolloutStrategy) *int64 { return s.ProgressDeadlineMS })}
 }
 
-// minReady is a resolved strategy's min_ready_ms.
-func minReady(s *model.RolloutStrategy) time.Duration {
-	if s == nil || s.MinReadyMS == nil {
+// millis is a duration field of a resolved strategy (0 when it has none).
+func millis(s *model.RolloutStrategy, field func(*model.RolloutStrategy) *int64) time.Duration {
+	if s == nil || field(s) == nil {
 		return 0
 	}
-	return time.Duration(*s.MinReadyMS) * time.Millisecond
+	return time.Duration(*field(s)) * time.Millisecond
 }
 
 // failurePolicy is the failure policy of a resolved strategy; nil for a rollout without one

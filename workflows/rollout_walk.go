@@ -158,6 +158,7 @@ func (r *rollout) walk() stopCause {
 			changed = true
 		})
 		r.addSignals(sel, &changed)
+		r.addProgressDeadline(sel, &changed)
 		sel.Select(r.ctx)
 		// Steps that ended together, and signals that came with them, are taken in one go.
 		for sel.HasPending() {
