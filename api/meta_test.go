@@ -117,7 +117,7 @@ func TestDomains(t *testing.T) {
 	}
 }
 
-var rolloutFields = []string{"id", "process_guid", "kind", "from_definition_id", "to_definition_id", "state", "phase",
+var rolloutFields = []string{"id", "process_guid", "kind", "from_definition_id", "to_definition_id", "state", "phase", "step", "steps_total",
 	"current_index", "updated_instances", "instances", "given_up_indices", "started_at", "workflow_id"}
 
 func TestRollouts(t *testing.T) {

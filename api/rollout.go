@@ -117,6 +117,6 @@ func (h *rolloutHandlers) setPace(ctx context.Context, req *setPaceRequest) (rol
 }
 
 func (h *rolloutHandlers) promote(ctx context.Context, req *promoteRequest) (rolloutResponse, error) {
-	r, err := h.lrps.Promote(ctx, req.ProcessGUID)
+	r, err := h.lrps.Promote(ctx, req.ProcessGUID, req.Full)
 	return rolloutResponse{Rollout: r}, err
 }

@@ -112,6 +112,13 @@ func TestRolloutControls(t *testing.T) {
 		t.Fatalf("strategy after set_pace: %v", got)
 	}
 	requireError(t, h.postJSON("/v1/rollouts/promote", obj{"process_guid": "web"}), http.StatusConflict, model.ErrInvalidPhase)
+	// At a manual canary step (as its workflow records it) a promote applies.
+	h.exec(`UPDATE rollouts SET phase = 'awaiting_promotion', step = 0`)
+	r = h.ok("/v1/rollouts/promote", obj{"process_guid": "web", "full": true}).obj(t, "rollout")
+	if r["phase"] != "awaiting_promotion" || r.integer(t, "step") != 0 {
+		t.Fatalf("promote answered %v", r)
+	}
+	h.exec(`UPDATE rollouts SET phase = 'walking'`)
 	h.ok("/v1/rollouts/abort", obj{"process_guid": "web", "reason": "p99 doubled"})
 
 	// Reverting (the row canceling): pause does not apply; resume and abort change nothing.
@@ -123,7 +130,7 @@ func TestRolloutControls(t *testing.T) {
 	}
 	h.ok("/v1/rollouts/resume", obj{"process_guid": "web"})
 	want := []string{"start:web:v2", "control-pause:web:v2", "control-pause:web:v2", "control-resume:web:v2",
-		"control-set_pace:web:v2", "control-abort:web:v2", "control-resume:web:v2"}
+		"control-set_pace:web:v2", "control-promote:web:v2", "control-abort:web:v2", "control-resume:web:v2"}
 	if calls := h.rollouts.Calls(); !reflect.DeepEqual(calls, want) {
 		t.Fatalf("workflow calls = %v, want %v", calls, want)
 	}

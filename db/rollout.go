@@ -31,6 +31,8 @@ type rolloutRow struct {
 	Failure          failureColumn  `db:"failure"`
 	RevertFailure    failureColumn  `db:"revert_failure"`
 	RevertedTo       string         `db:"reverted_to"`
+	StoredPhase      string         `db:"phase"`
+	Step             sql.NullInt32  `db:"step"`
 }
 
 // inProgressStates is model.RolloutStatesInProgress as an SQL list for `state IN`: literals
@@ -51,16 +53,28 @@ const rolloutColumns = `id, process_guid, kind, from_definition_id, to_definitio
     current_index, updated_instances, instances, given_up_indices,
     (extract(epoch FROM started_at) * 1e9)::bigint AS started_at,
     (extract(epoch FROM finished_at) * 1e9)::bigint AS finished_at,
-    workflow_id, run_id, reason, strategy, failure, revert_failure, reverted_to`
+    workflow_id, run_id, reason, strategy, failure, revert_failure, reverted_to, phase, step`
 
 func (r *rolloutRow) model() model.Rollout {
 	given := []int32(r.GivenUpIndices)
 	if given == nil {
 		given = []int32{}
 	}
+	phase := model.RolloutPhaseOf(r.State)
+	if r.State == model.RolloutActive && r.StoredPhase != "" {
+		phase = r.StoredPhase // a rollout with canary steps, walking: where it stands
+	}
+	var step *int32
+	if r.Step.Valid {
+		step = &r.Step.Int32
+	}
+	total := 0
+	if s := r.Strategy.s; s != nil && s.Canary != nil {
+		total = len(s.Canary.Steps)
+	}
 	return model.Rollout{
 		ID: r.ID, ProcessGUID: r.ProcessGUID, Kind: r.Kind,
-		FromDefinitionID: r.FromDefinitionID, ToDefinitionID: r.ToDefinitionID, State: r.State, Phase: model.RolloutPhaseOf(r.State),
+		FromDefinitionID: r.FromDefinitionID, ToDefinitionID: r.ToDefinitionID, State: r.State, Phase: phase, Step: step, StepsTotal: total,
 		CurrentIndex: r.CurrentIndex, UpdatedInstances: r.UpdatedInstances, Instances: r.Instances,
 		GivenUpIndices: given, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt.Int64,
 		WorkflowID: r.WorkflowID, RunID: r.RunID, Reason: r.Reason, Strategy: r.Strategy.s,

@@ -113,3 +113,11 @@ WHERE id = $1 AND state IN `+inProgressStates+` RETURNING `+rolloutColumns, id, 
 	}
 	return &out, nil
 }
+
+// nullInt32 is an optional integer as a parameter: NULL for nil.
+func nullInt32(v *int32) sql.NullInt32 {
+	if v == nil {
+		return sql.NullInt32{}
+	}
+	return sql.NullInt32{Int32: *v, Valid: true}
+}

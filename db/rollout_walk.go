@@ -216,9 +216,10 @@ func recordProgressRow(ctx context.Context, tx *sqlx.Tx, id string, p model.Roll
     state = CASE WHEN state IN `+inProgressStates+` AND $2 IN `+inProgressStates+` THEN $2 ELSE state END,
     current_index = $3, updated_instances = $4, instances = $5, given_up_indices = $6,
     run_id = CASE WHEN $7 = '' THEN run_id ELSE $7 END,
-    failure = COALESCE(failure, $8), revert_failure = COALESCE(revert_failure, $9)
+    failure = COALESCE(failure, $8), revert_failure = COALESCE(revert_failure, $9),
+    phase = $10, step = $11
 WHERE id = $1 RETURNING `+rolloutColumns, id, p.State, p.CurrentIndex, p.UpdatedInstances, p.Instances, pq.Int32Array(given), p.RunID,
-		failure, revertFailure)
+		failure, revertFailure, p.Phase, nullInt32(p.Step))
 	if err == sql.ErrNoRows {
 		return nil, notFound("rollout", id)
 	}

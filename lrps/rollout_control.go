@@ -52,15 +52,17 @@ func (s *Service) SetPace(ctx context.Context, guid string, maxInFlight int32) (
 	return s.store.SetRolloutPace(ctx, r.ID, maxInFlight)
 }
 
-// Promote leaves a manual canary step. Canary steps are refused when a rollout starts
-// (model.RolloutStrategy.Supported), so no rollout ever waits at one yet: every promote is
-// refused with the phase the rollout is in.
-func (s *Service) Promote(ctx context.Context, guid string) (*model.Rollout, error) {
-	r, err := s.inProgress(ctx, guid)
-	if err != nil {
-		return nil, err
-	}
-	return nil, invalidPhase(r, "promote applies at a manual canary step")
+// Promote leaves the canary step the rollout holds at or walks to — a manual one it awaits
+// promotion at, or a timed one whose pause it skips; full skips every remaining step.
+// InvalidPhase outside the canary steps (walking after them, or without any), while paused
+// or reverting.
+func (s *Service) Promote(ctx context.Context, guid string, full bool) (*model.Rollout, error) {
+	return s.control(ctx, guid, model.RolloutControl{Kind: model.ControlPromote, Full: full}, func(r *model.Rollout) error {
+		if r.Phase != model.PhaseCanary && r.Phase != model.PhaseAwaitingPromotion {
+			return invalidPhase(r, "promote applies at a canary step")
+		}
+		return nil
+	})
 }
 
 // control sends c to the rollout under way for guid, once check (if any) lets it.

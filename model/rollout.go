@@ -39,14 +39,18 @@ const (
 // words. The state says whether it is in progress and how it ended; the phase says what it
 // is doing. Supersede is ours: the contract is silent on a rollout a new definition replaced.
 const (
-	PhaseWalking    = "walking"
-	PhasePaused     = "paused"
-	PhaseReverting  = "reverting"
-	PhaseCompleted  = "completed"
-	PhaseCanceled   = "canceled"
-	PhaseFailed     = "failed"
-	PhaseSuperseded = "superseded"
-	PhaseReverted   = "reverted"
+	PhaseWalking = "walking"
+	// PhaseCanary: walking to, or holding at, a canary step; PhaseAwaitingPromotion:
+	// holding at a manual step until a promote.
+	PhaseCanary            = "canary"
+	PhaseAwaitingPromotion = "awaiting_promotion"
+	PhasePaused            = "paused"
+	PhaseReverting         = "reverting"
+	PhaseCompleted         = "completed"
+	PhaseCanceled          = "canceled"
+	PhaseFailed            = "failed"
+	PhaseSuperseded        = "superseded"
+	PhaseReverted          = "reverted"
 )
 
 // RolloutPhaseOf is the phase of a rollout in the given state: a cancel's walk back is a
@@ -84,8 +88,12 @@ type Rollout struct {
 	FromDefinitionID string `json:"from_definition_id"`
 	ToDefinitionID   string `json:"to_definition_id"`
 	State            string `json:"state"`
-	// Phase is RolloutPhaseOf(State), for clients of the contract's phases.
+	// Phase is where the rollout stands in the contract's words: RolloutPhaseOf(State), or,
+	// walking with canary steps, canary or awaiting_promotion. Step is the canary step (0-based;
+	// nil without steps), StepsTotal their number.
 	Phase            string  `json:"phase"`
+	Step             *int32  `json:"step"`
+	StepsTotal       int     `json:"steps_total"`
 	CurrentIndex     int32   `json:"current_index"`
 	UpdatedInstances int32   `json:"updated_instances"`
 	Instances        int32   `json:"instances"`
@@ -144,6 +152,10 @@ type RolloutProgress struct {
 	// Failure and RevertFailure, once set, are recorded (never cleared by a later record).
 	Failure       *RolloutFailure `json:"failure,omitempty"`
 	RevertFailure *RolloutFailure `json:"revert_failure,omitempty"`
+	// Phase and Step are where a rollout with canary steps stands (PhaseCanary,
+	// PhaseAwaitingPromotion, PhaseWalking after the last step); empty and nil without steps.
+	Phase string `json:"phase,omitempty"`
+	Step  *int32 `json:"step,omitempty"`
 }
 
 // Kinds of failure (RolloutFailure.Kind): app failures count against a strategy's failure
@@ -189,6 +201,8 @@ type RolloutControl struct {
 	MaxInFlight int32
 	// Reason is why an operator aborts.
 	Reason string
+	// Full makes a promote skip every remaining canary step.
+	Full bool
 }
 
 // The kinds of RolloutControl.
@@ -197,4 +211,5 @@ const (
 	ControlResume  = "resume"
 	ControlSetPace = "set_pace"
 	ControlAbort   = "abort"
+	ControlPromote = "promote"
 )

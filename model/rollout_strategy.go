@@ -399,7 +399,6 @@ func (s *RolloutStrategy) Supported() error {
 				return notYet(fmt.Sprintf("strategy.canary.steps[%d].analysis (canary analysis)", i))
 			}
 		}
-		return notYet("strategy.canary (canary steps)")
 	}
 	return nil
 }

@@ -149,7 +149,7 @@ func TestSupportedRefusesWhatTheEngineDoesNotDoYet(t *testing.T) {
 		{`{"analysis": {"background": false, "min_requests": 5}}`, ""},
 		{`{"canary": {"steps": [{"weight": 10}]}}`, "weight"},
 		{`{"canary": {"steps": [{"instances": 1, "analysis": true}]}}`, "analysis"},
-		{`{"canary": {"steps": [{"instances": 1}]}}`, "canary"},
+		{`{"canary": {"steps": [{"instances": 1, "pause_ms": 1000}, {"instances": 2, "promote": "manual"}]}}`, ""},
 		{`{"on_failure": "revert"}`, ""},
 		{`{"on_failure": "pause"}`, ""},
 		{`{"min_ready_ms": 10}`, ""},

@@ -59,6 +59,6 @@ func (s *Server) promoteRollout(ctx context.Context, req *pb.PromoteRolloutReque
 	if err := validateProcessGUID(req.GetProcessGuid()); err != nil {
 		return nil, err
 	}
-	_, err := s.lrps.Promote(ctx, req.GetProcessGuid())
+	_, err := s.lrps.Promote(ctx, req.GetProcessGuid(), req.GetFull())
 	return &pb.RolloutControlResponse{}, err
 }

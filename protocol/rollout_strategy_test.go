@@ -160,7 +160,7 @@ func TestRefusedStrategiesWriteNothing(t *testing.T) {
 		{"canary without steps", &pb.RolloutStrategy{Canary: &pb.CanaryStrategy{}}, "steps"},
 		{"zero in flight", &pb.RolloutStrategy{MaxInFlight: p(int32(0))}, "max_in_flight"},
 		{"a NaN ratio", &pb.RolloutStrategy{Analysis: &pb.RolloutAnalysis{MaxErrorRateRatio: p(math.NaN())}}, "finite"},
-		{"min_ready_ms", &pb.RolloutStrategy{MinReadyMs: p(int64(1000))}, "not available"},
+		{"background analysis", &pb.RolloutStrategy{Analysis: &pb.RolloutAnalysis{Background: p(true)}}, "not available"},
 		{"an unknown window", &pb.RolloutStrategy{Window: p("maintenance")}, "window"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

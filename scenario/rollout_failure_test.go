@@ -297,3 +297,29 @@ func testRolloutMinReadyCatchesAFlappingRelease(t *testing.T) {
 		t.Fatalf("v1 instances changed: %v → %v (an old instance was retired for a flapping one)", before, after)
 	}
 }
+
+// Canary steps by instances under the sampler: a timed step at 1 index, a manual one at 2
+// that holds (awaiting_promotion, exactly 2 indices on the new definition) until a promote;
+// then the walk completes.
+func testRolloutCanarySteps(t *testing.T) {
+	const n, guid = 4, "canary-web"
+	c := newRolloutCluster(t, rolloutOptions{})
+	c.createDeployment(guid, n, "v1", simDefinition())
+	c.waitLRP(guid, "4 RUNNING on v1", 20*time.Second, func() bool { return c.allOn(guid, "v1", n) })
+	s := c.sample(guid, n)
+	expectAPIError(t, c.post("/v1/rollouts/promote", map[string]string{"process_guid": guid}, nil), http.StatusConflict, model.ErrNoRolloutInProgress)
+	c.updateWithStrategy(guid, "v2", simDefinition(env("VERSION", "2")), map[string]any{"canary": map[string]any{"steps": []map[string]any{
+		{"instances": 1, "pause_ms": 800}, {"instances": 2, "promote": "manual"}}}})
+	c.waitLRP(guid, "the canary to await promotion", 20*time.Second, func() bool {
+		return c.rollout(guid).Phase == model.PhaseAwaitingPromotion
+	})
+	time.Sleep(500 * time.Millisecond) // held: nothing moves
+	r := c.rollout(guid)
+	if r.UpdatedInstances != 2 || r.Step == nil || *r.Step != 1 || r.StepsTotal != 2 || c.countOn(guid, "v2") != 2 {
+		t.Fatalf("at the manual step: %+v, instances %s", r, describe(c.instances(guid)))
+	}
+	c.mustPost("/v1/rollouts/promote", map[string]string{"process_guid": guid}, nil)
+	c.waitEnded(guid, model.RolloutCompleted, 30*time.Second)
+	c.waitLRP(guid, "every index on v2", 20*time.Second, func() bool { return c.allOn(guid, "v2", n) })
+	s.finish(t)
+}

@@ -39,6 +39,7 @@ func TestRollout(t *testing.T) {
 		{"PaceFromStrategy", testRolloutPaceFromStrategy},
 		{"CellLostIsNotAFailure", testRolloutCellLostIsNotAFailure},
 		{"MinReadyCatchesAFlappingRelease", testRolloutMinReadyCatchesAFlappingRelease},
+		{"CanarySteps", testRolloutCanarySteps},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()

@@ -27,6 +27,9 @@ const (
 	// SignalAbort carries an AbortSignal: stop and revert to the definition the rollout
 	// started from; it ends reverted, with an operator failure (ROLLOUTS-NEXT.md section 3).
 	SignalAbort = "abort"
+	// SignalPromote carries a PromoteSignal: leave the canary step the walk holds at (or, full,
+	// every remaining one).
+	SignalPromote = "promote"
 	// SignalSetPace carries a SetPaceSignal: replace that many indices at once from now on
 	// (ROLLOUTS-NEXT.md section 3).
 	SignalSetPace = "set_pace"
@@ -68,6 +71,10 @@ type RolloutInput struct {
 	// goes step by step.
 	Runs bool `json:"runs,omitempty"`
 
+	// Canary are the rollout's canary steps by instances (strategy.canary.steps): the forward
+	// walk holds once each step's count of indices runs the new definition — for its pause,
+	// or until a promote. Nil: none.
+	Canary []CanaryStep `json:"canary,omitempty"`
 	// ProgressDeadline bounds the whole rollout (strategy.progress_deadline_ms, 0: none):
 	// past it, the rollout has failed (reason progress_deadline).
 	ProgressDeadline time.Duration `json:"progress_deadline,omitempty"`
@@ -81,6 +88,20 @@ type RolloutInput struct {
 
 	// RolloutCarried is zero on a fresh start; a run that continues as new fills it in.
 	RolloutCarried
+}
+
+// CanaryStep is one canary step: hold once Instances indices run the new definition, for
+// Pause, or until a promote when Manual.
+type CanaryStep struct {
+	Instances int32         `json:"instances"`
+	Pause     time.Duration `json:"pause,omitempty"`
+	Manual    bool          `json:"manual,omitempty"`
+}
+
+// PromoteSignal is the payload of SignalPromote.
+type PromoteSignal struct {
+	// Full skips every remaining step.
+	Full bool `json:"full,omitempty"`
 }
 
 // FailurePolicy is what a rollout counts as an app failure and what it then does.
@@ -128,6 +149,12 @@ type RolloutWalk struct {
 	Failure       *model.RolloutFailure `json:"failure,omitempty"`
 	RevertFailure *model.RolloutFailure `json:"revert_failure,omitempty"`
 	Reverting     bool                  `json:"reverting,omitempty"`
+	// Step is the canary step the walk is at (len(Canary) once past the last); StepHold how
+	// it holds there: "" (walking to it), "pause" (until StepUntil, Unix nanoseconds of
+	// workflow time) or "manual" (until a promote).
+	Step      int    `json:"step,omitempty"`
+	StepHold  string `json:"step_hold,omitempty"`
+	StepUntil int64  `json:"step_until,omitempty"`
 	// ProgressDeadlineAt is when the rollout's progress deadline passes (Unix nanoseconds of
 	// workflow time), fixed by its first run; 0 without one.
 	ProgressDeadlineAt int64 `json:"progress_deadline_at,omitempty"`
@@ -156,11 +183,13 @@ type SupersedeSignal struct {
 	// (older signals, a rollback an operator signalled) keeps the run's.
 	MaxInFlight   int           `json:"max_in_flight,omitempty"`
 	IndexDeadline time.Duration `json:"index_deadline,omitempty"`
-	// Failure is the new rollout's failure policy; nil keeps the run's. MinReady and
-	// ProgressDeadline are its min_ready and progress deadline (zero: none).
+	// Failure is the new rollout's failure policy; nil keeps the run's. MinReady,
+	// ProgressDeadline and Canary are its min_ready, progress deadline and canary steps (zero:
+	// none).
 	Failure          *FailurePolicy `json:"failure,omitempty"`
 	MinReady         time.Duration  `json:"min_ready,omitempty"`
 	ProgressDeadline time.Duration  `json:"progress_deadline,omitempty"`
+	Canary           []CanaryStep   `json:"canary,omitempty"`
 }
 
 // AbortSignal is the payload of SignalAbort.
@@ -192,6 +221,9 @@ type RolloutProgress struct {
 	Superseded       []string `json:"superseded,omitempty"`
 	// MaxInFlight is the pace the walk goes at now (set_pace changes it).
 	MaxInFlight int `json:"max_in_flight"`
+	// Phase and Step are where a rollout with canary steps stands (empty without steps).
+	Phase string `json:"phase,omitempty"`
+	Step  int    `json:"step,omitempty"`
 }
 
 var acts *activities.Rollouts // names the activities, as Temporal resolves them by name
@@ -294,11 +326,13 @@ type rollout struct {
 	// temporalCancel receives once when the workflow is cancelled through Temporal.
 	temporalCancel workflow.Channel
 
+	// stepTimer fires at the end of a timed canary step's pause (nil when none is set).
+	stepTimer workflow.Future
 	// progressTimer fires at the progress deadline (nil until the walk sets it, and after it
 	// fired or the rollout no longer walks forward).
 	progressTimer workflow.Future
 
-	cancelCh, pauseCh, resumeCh, supersedeCh, rollbackCh, setPaceCh, abortCh workflow.ReceiveChannel
+	cancelCh, pauseCh, resumeCh, supersedeCh, rollbackCh, setPaceCh, abortCh, promoteCh workflow.ReceiveChannel
 
 	searchable bool
 	shown      [2]string // state and target of the last search attribute upsert
@@ -332,6 +366,7 @@ func newRollout(ctx workflow.Context, in RolloutInput) *rollout {
 		rollbackCh:  workflow.GetSignalChannel(ctx, SignalRollback),
 		setPaceCh:   workflow.GetSignalChannel(ctx, SignalSetPace),
 		abortCh:     workflow.GetSignalChannel(ctx, SignalAbort),
+		promoteCh:   workflow.GetSignalChannel(ctx, SignalPromote),
 		searchable:  workflow.GetTypedSearchAttributes(ctx).ContainsKey(SearchAttrProcessGUID),
 		current:     workflow.GetInfo(ctx).WorkflowType.Name == RolloutWorkflowType,
 	}

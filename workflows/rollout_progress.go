@@ -37,6 +37,7 @@ func (r *rollout) progress() RolloutProgress {
 		FromDefinitionID: r.in.FromDefinitionID, ToDefinitionID: r.in.ToDefinitionID,
 		Superseded:  append([]string(nil), r.walked.Superseded...),
 		MaxInFlight: r.in.MaxInFlight,
+		Phase:       r.canaryPhase(), Step: r.walked.Step,
 	}
 	for _, s := range r.inFlight {
 		p.InFlight = append(p.InFlight, s.index)
@@ -59,12 +60,18 @@ func (r *rollout) recordProgress() error {
 
 // progressRecord is the walk's position as the rollout row keeps it.
 func (r *rollout) progressRecord() model.RolloutProgress {
-	return model.RolloutProgress{
+	p := model.RolloutProgress{
 		State: r.phase.state(), CurrentIndex: r.currentIndex(), Instances: r.instances,
 		UpdatedInstances: r.updatedCount(), GivenUpIndices: append([]int32{}, r.walked.GivenUp...),
 		RunID:   workflow.GetInfo(r.ctx).WorkflowExecution.RunID,
 		Failure: r.walked.Failure, RevertFailure: r.walked.RevertFailure,
+		Phase: r.canaryPhase(),
 	}
+	if p.Phase != "" {
+		step := int32(r.walked.Step)
+		p.Step = &step
+	}
+	return p
 }
 
 // updatedCount counts the updated indices the LRP still has after any scale-down.

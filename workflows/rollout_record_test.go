@@ -279,6 +279,27 @@ var recordingScenarios = []recordingScenario{
 		},
 	},
 	{
+		// Canary steps: a timed one at 1 index, a manual one at 3 that a promote leaves; in
+		// runs mode each run stops at its step's count.
+		name: "canary", instances: 5, startIn: 100 * time.Millisecond,
+		in: func(in *workflows.RolloutInput) {
+			in.IndexDeadline = time.Minute
+			in.Failure = &workflows.FailurePolicy{OnFailure: model.OnFailureRevert, MaxCrashes: 3, MaxFailedIndices: 1}
+			in.Canary = []workflows.CanaryStep{{Instances: 1, Pause: 400 * time.Millisecond}, {Instances: 3, Manual: true}}
+		},
+		steer: func(ctx context.Context, t *testing.T, r *recording) {
+			r.waitProgress(ctx, t, "r1", func(p model.RolloutProgress) bool { return p.Phase == model.PhaseAwaitingPromotion })
+			if p := r.store.progressOf("r1"); p.UpdatedInstances != 3 {
+				t.Fatalf("awaiting promotion with %d updated, want 3", p.UpdatedInstances)
+			}
+			r.signal(ctx, t, workflows.SignalPromote, workflows.PromoteSignal{})
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutCompleted, []int32{0, 1, 2, 3, 4})
+			expectInstances(t, r, on("def2", 5))
+		},
+	},
+	{
 		// An operator's abort mid-walk: the walk back to def1, ending reverted.
 		name: "abort", instances: 4, startIn: 150 * time.Millisecond,
 		steer: func(ctx context.Context, t *testing.T, r *recording) {

@@ -58,7 +58,7 @@ func (r *rollout) walkRun(ctx workflow.Context, s *step) stepResult {
 	}
 	in := activities.WalkRunInput{RolloutID: s.rolloutID, ProcessGUID: r.in.ProcessGUID, DefinitionID: s.def,
 		Fence: open.Fence, From: s.index, Before: slices.Clone(r.walked.Updated), Healthy: r.walked.Healthy || r.failures(),
-		Deadline: r.in.IndexDeadline, MaxSteps: r.in.ContinueAsNewEvery - r.steps,
+		Deadline: r.in.IndexDeadline, MaxSteps: min(r.in.ContinueAsNewEvery-r.steps, r.stepLimit(s.index)),
 		RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID}
 	in.Failures, in.MaxCrashes = r.awaitFailures()
 	in.MinReady = r.in.MinReady

@@ -18,6 +18,7 @@ type signal struct {
 	rollback  RollbackSignal
 	pace      SetPaceSignal
 	abort     AbortSignal
+	promote   PromoteSignal
 }
 
 // newRollout reports whether the signal starts a new rollout: all that counts once the
@@ -43,6 +44,8 @@ func (r *rollout) apply(s signal) bool {
 		return r.onSetPace(s.pace)
 	case SignalAbort:
 		return r.onAbort(s.abort)
+	case SignalPromote:
+		return r.onPromote(s.promote)
 	}
 	return false
 }
@@ -85,6 +88,11 @@ func (r *rollout) addSignals(sel workflow.Selector, changed *bool) {
 		c.Receive(r.ctx, &s.abort)
 		return s
 	})
+	add(r.promoteCh, func(c workflow.ReceiveChannel) signal {
+		s := signal{name: SignalPromote}
+		c.Receive(r.ctx, &s.promote)
+		return s
+	})
 }
 
 // pending receives, without blocking, at most one signal of each kind, in a fixed order.
@@ -109,6 +117,9 @@ func (r *rollout) pending() []signal {
 		out = append(out, s)
 	}
 	if s := (signal{name: SignalAbort}); r.abortCh.ReceiveAsync(&s.abort) {
+		out = append(out, s)
+	}
+	if s := (signal{name: SignalPromote}); r.promoteCh.ReceiveAsync(&s.promote) {
 		out = append(out, s)
 	}
 	return out
@@ -203,8 +214,9 @@ func (r *rollout) onSupersede(sig SupersedeSignal) bool {
 		r.in.IndexDeadline = sig.IndexDeadline
 	}
 	if sig.Failure != nil {
-		r.in.Failure, r.in.MinReady, r.in.ProgressDeadline = sig.Failure, sig.MinReady, sig.ProgressDeadline
+		r.in.Failure, r.in.MinReady, r.in.ProgressDeadline, r.in.Canary = sig.Failure, sig.MinReady, sig.ProgressDeadline, sig.Canary
 	}
+	r.walked.Step, r.walked.StepHold, r.walked.StepUntil, r.stepTimer = 0, "", 0, nil
 	// Failures and the progress deadline belong to the rollout the supersede ended.
 	r.walked.Failed, r.walked.Failure, r.walked.RevertFailure, r.walked.Reverting = nil, nil, nil, false
 	r.walked.ProgressDeadlineAt, r.progressTimer = 0, nil

@@ -60,7 +60,7 @@ func StartRollout(ctx context.Context, c client.Client, taskQueue string, in Rol
 func SupersedeRollout(ctx context.Context, c client.Client, taskQueue string, in RolloutInput) error {
 	sig := SupersedeSignal{RolloutID: in.RolloutID, ToDefinitionID: in.ToDefinitionID, Kind: in.Kind,
 		FromDefinitionID: in.FromDefinitionID, MaxInFlight: in.MaxInFlight, IndexDeadline: in.IndexDeadline, Failure: in.Failure,
-		MinReady: in.MinReady, ProgressDeadline: in.ProgressDeadline}
+		MinReady: in.MinReady, ProgressDeadline: in.ProgressDeadline, Canary: in.Canary}
 	_, err := c.SignalWithStartWorkflow(ctx, model.RolloutWorkflowID(in.ProcessGUID), SignalSupersede, sig,
 		rolloutStartOptions(taskQueue, in), RolloutWorkflowType, in)
 	if err != nil {
@@ -114,7 +114,28 @@ func (rc *RolloutClient) Input(r *model.Rollout, domain string) RolloutInput {
 		FromDefinitionID: r.FromDefinitionID, ToDefinitionID: r.ToDefinitionID, Kind: r.Kind,
 		MaxInFlight: r.Strategy.MaxInFlightOr(rc.MaxInFlight), IndexDeadline: deadline, Runs: !rc.Stepwise,
 		Failure: failurePolicy(r.Strategy), MinReady: millis(r.Strategy, func(s *model.RolloutStrategy) *int64 { return s.MinReadyMS }),
-		ProgressDeadline: millis(r.Strategy, func(s *model.RolloutStrategy) *int64 { return s.ProgressDeadlineMS })}
+		ProgressDeadline: millis(r.Strategy, func(s *model.RolloutStrategy) *int64 { return s.ProgressDeadlineMS }),
+		Canary:           canarySteps(r.Strategy)}
+}
+
+// canarySteps are a resolved strategy's canary steps (by instances: weights are refused
+// before a rollout starts). A step without a promote mode is "auto".
+func canarySteps(s *model.RolloutStrategy) []CanaryStep {
+	if s == nil || s.Canary == nil {
+		return nil
+	}
+	var out []CanaryStep
+	for _, st := range s.Canary.Steps {
+		c := CanaryStep{Manual: st.Promote != nil && *st.Promote == model.PromoteManual}
+		if st.Instances != nil {
+			c.Instances = *st.Instances
+		}
+		if st.PauseMS != nil {
+			c.Pause = time.Duration(*st.PauseMS) * time.Millisecond
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // millis is a duration field of a resolved strategy (0 when it has none).
@@ -192,6 +213,8 @@ func (rc *RolloutClient) Control(ctx context.Context, r *model.Rollout, c model.
 		name, arg = SignalSetPace, SetPaceSignal{MaxInFlight: int(c.MaxInFlight)}
 	case model.ControlAbort:
 		name, arg = SignalAbort, AbortSignal{Reason: c.Reason}
+	case model.ControlPromote:
+		name, arg = SignalPromote, PromoteSignal{Full: c.Full}
 	default:
 		return fmt.Errorf("unknown rollout control %q", c.Kind)
 	}

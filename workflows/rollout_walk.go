@@ -122,7 +122,7 @@ func (r *rollout) walk() stopCause {
 	for {
 		walkedAll := false
 		// An index run walks the indices after its own: nothing else starts beside it.
-		for !r.phase.held() && r.stop == stopNone && !r.wantContinueAsNew() && len(r.inFlight) < r.limit() && !r.runInFlight() {
+		for !r.phase.held() && r.stop == stopNone && !r.wantContinueAsNew() && len(r.inFlight) < r.limit() && !r.runInFlight() && !r.atStep() {
 			i, ok, err := r.nextIndex()
 			if err != nil {
 				r.abort(err)
@@ -136,6 +136,14 @@ func (r *rollout) walk() stopCause {
 				r.startRun(i)
 			} else {
 				r.start(i)
+			}
+		}
+		if len(r.inFlight) == 0 && r.stop == stopNone && !r.phase.held() && r.atStep() {
+			if r.holdAtStep() {
+				continue // a step without a hold: on to the next
+			}
+			if err := r.report(); err != nil { // the hold shows as the rollout's phase
+				r.abort(err)
 			}
 		}
 		if len(r.inFlight) == 0 {
@@ -159,6 +167,7 @@ func (r *rollout) walk() stopCause {
 		})
 		r.addSignals(sel, &changed)
 		r.addProgressDeadline(sel, &changed)
+		r.addStepTimer(sel, &changed)
 		sel.Select(r.ctx)
 		// Steps that ended together, and signals that came with them, are taken in one go.
 		for sel.HasPending() {

@@ -13,6 +13,10 @@ ALTER TABLE rollouts ADD COLUMN strategy jsonb;
 ALTER TABLE rollouts ADD COLUMN failure jsonb,
     ADD COLUMN revert_failure jsonb,
     ADD COLUMN reverted_to text NOT NULL DEFAULT '',
+    -- Where a rollout with canary steps stands: its phase (canary, awaiting_promotion,
+    -- walking; '' for a rollout without steps, whose state says its phase) and step.
+    ADD COLUMN phase text NOT NULL DEFAULT '',
+    ADD COLUMN step integer,
     DROP CONSTRAINT rollouts_state_check,
     ADD CONSTRAINT rollouts_state_check CHECK (state IN
         ('active', 'paused', 'canceling', 'completed', 'canceled', 'superseded', 'failed', 'reverted'));

@@ -26,6 +26,9 @@ func (v View) Render(w io.Writer, now time.Time) {
 	r := v.Rollout
 	fmt.Fprintf(w, "rollout %s of %s: %s → %s (%s)\n", r.ID, r.ProcessGUID, r.FromDefinitionID, r.ToDefinitionID, r.Kind)
 	fmt.Fprintf(w, "phase   %s (state %s)", r.Phase, r.State)
+	if r.StepsTotal > 0 && r.Step != nil {
+		fmt.Fprintf(w, ", canary step %d of %d", *r.Step+1, r.StepsTotal)
+	}
 	if r.Reason != "" {
 		fmt.Fprintf(w, ": %s", r.Reason)
 	}
