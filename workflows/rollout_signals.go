@@ -50,6 +50,25 @@ func (r *rollout) apply(s signal) bool {
 	return false
 }
 
+// payloadChannel is a signal that carries a payload: its channel, its name, and where in a
+// signal the payload goes.
+type payloadChannel struct {
+	ch   workflow.ReceiveChannel
+	name string
+	into func(*signal) any
+}
+
+// payloads are the signals with a payload, in the fixed order they are taken in.
+func (r *rollout) payloads() []payloadChannel {
+	return []payloadChannel{
+		{r.supersedeCh, SignalSupersede, func(s *signal) any { return &s.supersede }},
+		{r.rollbackCh, SignalRollback, func(s *signal) any { return &s.rollback }},
+		{r.setPaceCh, SignalSetPace, func(s *signal) any { return &s.pace }},
+		{r.abortCh, SignalAbort, func(s *signal) any { return &s.abort }},
+		{r.promoteCh, SignalPromote, func(s *signal) any { return &s.promote }},
+	}
+}
+
 // addSignals makes sel apply whichever signal comes, noting in changed whether it did
 // anything.
 func (r *rollout) addSignals(sel workflow.Selector, changed *bool) {
@@ -68,31 +87,13 @@ func (r *rollout) addSignals(sel workflow.Selector, changed *bool) {
 	add(r.temporalCancel, bare(SignalCancel))
 	add(r.pauseCh, bare(SignalPause))
 	add(r.resumeCh, bare(SignalResume))
-	add(r.supersedeCh, func(c workflow.ReceiveChannel) signal {
-		s := signal{name: SignalSupersede}
-		c.Receive(r.ctx, &s.supersede)
-		return s
-	})
-	add(r.rollbackCh, func(c workflow.ReceiveChannel) signal {
-		s := signal{name: SignalRollback}
-		c.Receive(r.ctx, &s.rollback)
-		return s
-	})
-	add(r.setPaceCh, func(c workflow.ReceiveChannel) signal {
-		s := signal{name: SignalSetPace}
-		c.Receive(r.ctx, &s.pace)
-		return s
-	})
-	add(r.abortCh, func(c workflow.ReceiveChannel) signal {
-		s := signal{name: SignalAbort}
-		c.Receive(r.ctx, &s.abort)
-		return s
-	})
-	add(r.promoteCh, func(c workflow.ReceiveChannel) signal {
-		s := signal{name: SignalPromote}
-		c.Receive(r.ctx, &s.promote)
-		return s
-	})
+	for _, p := range r.payloads() {
+		add(p.ch, func(c workflow.ReceiveChannel) signal {
+			s := signal{name: p.name}
+			c.Receive(r.ctx, p.into(&s))
+			return s
+		})
+	}
 }
 
 // pending receives, without blocking, at most one signal of each kind, in a fixed order.
@@ -107,20 +108,10 @@ func (r *rollout) pending() []signal {
 	if r.resumeCh.ReceiveAsync(nil) {
 		out = append(out, signal{name: SignalResume})
 	}
-	if s := (signal{name: SignalSupersede}); r.supersedeCh.ReceiveAsync(&s.supersede) {
-		out = append(out, s)
-	}
-	if s := (signal{name: SignalRollback}); r.rollbackCh.ReceiveAsync(&s.rollback) {
-		out = append(out, s)
-	}
-	if s := (signal{name: SignalSetPace}); r.setPaceCh.ReceiveAsync(&s.pace) {
-		out = append(out, s)
-	}
-	if s := (signal{name: SignalAbort}); r.abortCh.ReceiveAsync(&s.abort) {
-		out = append(out, s)
-	}
-	if s := (signal{name: SignalPromote}); r.promoteCh.ReceiveAsync(&s.promote) {
-		out = append(out, s)
+	for _, p := range r.payloads() {
+		if s := (signal{name: p.name}); p.ch.ReceiveAsync(p.into(&s)) {
+			out = append(out, s)
+		}
 	}
 	return out
 }
