@@ -34,12 +34,12 @@ func (r *rollout) stepLimit(from int32) int {
 	return max(int(r.in.Canary[r.walked.Step].Instances-from), 1)
 }
 
-// holdAtStep begins the hold of a step the walk has reached with nothing in flight, and
-// says whether the walk may go on at once (a step with neither a pause nor a manual
-// promote).
-func (r *rollout) holdAtStep() bool {
+// holdAtStep begins the hold of a step the walk has reached with nothing in flight. on says
+// the walk may go on at once (a step with neither a pause nor a manual promote); began, that
+// a hold began now (to be recorded).
+func (r *rollout) holdAtStep() (on, began bool) {
 	if r.walked.StepHold != "" {
-		return false
+		return false, false
 	}
 	st := r.in.Canary[r.walked.Step]
 	switch {
@@ -50,10 +50,10 @@ func (r *rollout) holdAtStep() bool {
 		r.walked.StepUntil = workflow.Now(r.ctx).Add(st.Pause).UnixNano()
 	default:
 		r.leaveStep(false)
-		return true
+		return true, false
 	}
 	workflow.GetLogger(r.ctx).Info("canary step reached", "step", r.walked.Step, "instances", st.Instances, "hold", r.walked.StepHold)
-	return false
+	return false, true
 }
 
 // leaveStep ends the hold: on to the next step, or past every one (full).

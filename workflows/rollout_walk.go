@@ -139,11 +139,14 @@ func (r *rollout) walk() stopCause {
 			}
 		}
 		if len(r.inFlight) == 0 && r.stop == stopNone && !r.phase.held() && r.atStep() {
-			if r.holdAtStep() {
+			on, began := r.holdAtStep()
+			if on {
 				continue // a step without a hold: on to the next
 			}
-			if err := r.report(); err != nil { // the hold shows as the rollout's phase
-				r.abort(err)
+			if began {
+				if err := r.report(); err != nil { // the hold shows as the rollout's phase
+					r.abort(err)
+				}
 			}
 		}
 		if len(r.inFlight) == 0 {
