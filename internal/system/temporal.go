@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"time"
 
 	"github.com/updatable-lrps/bbs/internal/temporalzap"
 	"go.temporal.io/sdk/client"
@@ -39,13 +40,29 @@ func (t TemporalConfig) options(log *zap.Logger) client.Options {
 	return o
 }
 
-// DialTemporal connects to Temporal now (a worker cannot do anything without it).
+// dialPatience is how long DialTemporal keeps trying a server that answers but is not ready.
+const dialPatience = 30 * time.Second
+
+// DialTemporal connects to Temporal now (a worker cannot do anything without it). A server
+// just started opens its port before its frontend is healthy, and a dial then fails at once
+// ("Frontend is not healthy yet"): it is tried again, for up to dialPatience, before the
+// error is returned.
 func DialTemporal(ctx context.Context, t TemporalConfig, log *zap.Logger) (client.Client, error) {
-	c, err := client.DialContext(ctx, t.options(log))
-	if err != nil {
-		return nil, fmt.Errorf("connect to Temporal at %s: %w", t.Address, err)
+	giveUp := time.Now().Add(dialPatience)
+	for {
+		c, err := client.DialContext(ctx, t.options(log))
+		if err == nil {
+			return c, nil
+		}
+		if time.Now().After(giveUp) {
+			return nil, fmt.Errorf("connect to Temporal at %s: %w", t.Address, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connect to Temporal at %s: %w", t.Address, err)
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	return c, nil
 }
 
 // LazyTemporal connects on first use, so that the API serves (and answers Unavailable for

@@ -54,15 +54,33 @@ func start(t testing.TB) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Uncompressed, as the bbs processes dial (system.TemporalConfig.Gzip).
-	c, err := client.DialContext(ctx, client.Options{HostPort: srv.Address(), Namespace: srv.Namespace(),
-		Logger:            temporalzap.New(zap.NewNop()),
-		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}}})
+	c, err := dial(ctx, srv)
 	if err != nil {
 		srv.Stop()
 		return nil, fmt.Errorf("dial the dev server at %s: %w", srv.Address(), err)
 	}
 	return &server{srv: srv, client: c}, nil
+}
+
+// dial connects to the dev server, uncompressed as the bbs processes dial
+// (system.TemporalConfig.Gzip). The server's port opens before its frontend is healthy, and
+// a dial's health check then fails at once ("Frontend is not healthy yet"): on a loaded
+// machine that took seconds (a make test run failed so), so the dial is tried again until
+// ctx ends.
+func dial(ctx context.Context, srv *temporaldev.Server) (client.Client, error) {
+	for {
+		c, err := client.DialContext(ctx, client.Options{HostPort: srv.Address(), Namespace: srv.Namespace(),
+			Logger:            temporalzap.New(zap.NewNop()),
+			ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}}})
+		if err == nil {
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 func (s *server) stop() {
