@@ -64,10 +64,7 @@ func (r *setPaceRequest) Validate() error {
 	if r.MaxInFlight == nil {
 		return model.Errorf(model.ErrInvalidRequest, "max_in_flight is required")
 	}
-	if *r.MaxInFlight < 1 || *r.MaxInFlight > model.MaxInstances {
-		return model.Errorf(model.ErrInvalidRequest, "max_in_flight must be between 1 and %d", model.MaxInstances)
-	}
-	return nil
+	return nil // its range is lrps.Service.SetPace's, for both edges
 }
 
 // abortRequest is abort's body.
@@ -77,13 +74,7 @@ type abortRequest struct {
 }
 
 func (r *abortRequest) Validate() error {
-	if err := model.ValidateGUID("process_guid", r.ProcessGUID); err != nil {
-		return err
-	}
-	if len(r.Reason) > lrps.MaxAbortReason {
-		return model.Errorf(model.ErrInvalidRequest, "reason is %d bytes, more than %d", len(r.Reason), lrps.MaxAbortReason)
-	}
-	return nil
+	return model.ValidateGUID("process_guid", r.ProcessGUID) // the reason's bound is lrps.Service.Abort's
 }
 
 // promoteRequest is promote's body.

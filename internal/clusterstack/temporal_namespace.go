@@ -23,22 +23,14 @@ import (
 func setUpNamespace(ctx context.Context, tcfg system.TemporalConfig, retention time.Duration, log *zap.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	// The frontend listens before it serves: dialing fails ("Frontend is not healthy yet")
-	// until its membership has formed.
-	var c client.Client
-	for {
-		var err error
-		if c, err = system.DialTemporal(ctx, tcfg, log); err == nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(500 * time.Millisecond):
-		}
+	// The frontend listens before it serves: DialTemporal tries again, within ctx, until its
+	// membership has formed.
+	c, err := system.DialTemporal(ctx, tcfg, log)
+	if err != nil {
+		return err
 	}
 	defer c.Close()
-	_, err := c.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{Namespace: tcfg.Namespace,
+	_, err = c.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{Namespace: tcfg.Namespace,
 		WorkflowExecutionRetentionPeriod: durationpb.New(retention)})
 	var exists *serviceerror.NamespaceAlreadyExists
 	switch {

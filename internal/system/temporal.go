@@ -40,15 +40,19 @@ func (t TemporalConfig) options(log *zap.Logger) client.Options {
 	return o
 }
 
-// dialPatience is how long DialTemporal keeps trying a server that answers but is not ready.
+// dialPatience is how long DialTemporal keeps trying a server that answers but is not ready,
+// when its caller gives no deadline.
 const dialPatience = 30 * time.Second
 
 // DialTemporal connects to Temporal now (a worker cannot do anything without it). A server
 // just started opens its port before its frontend is healthy, and a dial then fails at once
-// ("Frontend is not healthy yet"): it is tried again, for up to dialPatience, before the
-// error is returned.
+// ("Frontend is not healthy yet"): it is tried again until ctx's deadline (dialPatience
+// without one) before the error is returned.
 func DialTemporal(ctx context.Context, t TemporalConfig, log *zap.Logger) (client.Client, error) {
-	giveUp := time.Now().Add(dialPatience)
+	giveUp, ok := ctx.Deadline()
+	if !ok {
+		giveUp = time.Now().Add(dialPatience)
+	}
 	for {
 		c, err := client.DialContext(ctx, t.options(log))
 		if err == nil {
