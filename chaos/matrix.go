@@ -12,7 +12,8 @@ import (
 )
 
 // Matrix is the chaos test on a cluster of process cells: four apps of three instances
-// under steady traffic through the router, and for each trial an update of the first, an
+// under steady traffic through the router, and for each trial an update of the first (with a
+// timed canary step at one index), an
 // update of the second cancelled halfway, a rollback of the third, and an update of the
 // fourth to a definition that crash-loops from index 1 on — which the default strategy
 // reverts by itself, walking index 0 back — all in flight when the trial's faults hit.
@@ -104,8 +105,20 @@ func (m *Matrix) Close() {
 }
 
 func (m *Matrix) update(ctx context.Context, guid string, def model.LRPDefinition) error {
+	return m.updateWith(ctx, guid, def, nil)
+}
+
+// rollCanary is the strategy of the first app's update: a canary step at one index with a
+// short timed pause, so that the canary path walks under the trial's faults too.
+func rollCanary() *model.RolloutStrategy {
+	one, pause := int32(1), int64(500)
+	return &model.RolloutStrategy{Canary: &model.CanaryStrategy{Steps: []model.CanaryStep{{Instances: &one, PauseMS: &pause}}}}
+}
+
+// updateWith updates guid to def with the rollout's own strategy (nil: the defaults).
+func (m *Matrix) updateWith(ctx context.Context, guid string, def model.LRPDefinition, strategy *model.RolloutStrategy) error {
 	err := write(ctx, func(ctx context.Context) error {
-		return m.c.BBS.UpdateDesiredLRP(ctx, guid, &model.DesiredLRPUpdate{Definition: &def})
+		return m.c.BBS.UpdateDesiredLRP(ctx, guid, &model.DesiredLRPUpdate{Definition: &def, Strategy: strategy})
 	}, model.ErrUpdateInProgress)
 	if err != nil {
 		return fmt.Errorf("update %s to %s: %w", guid, def.DefinitionID, err)
@@ -253,7 +266,7 @@ func (m *Matrix) startRollouts(ctx context.Context, k int) (map[string]expected,
 		appBack:   {model.RolloutCompleted, back, back},
 		appRevert: {model.RolloutReverted, bad.DefinitionID, appRevert + "-v0"},
 	}
-	if err := m.update(ctx, appRoll, roll); err != nil {
+	if err := m.updateWith(ctx, appRoll, roll, rollCanary()); err != nil {
 		return want, err
 	}
 	if err := m.update(ctx, appRevert, bad); err != nil {
