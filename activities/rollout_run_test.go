@@ -28,8 +28,13 @@ type runWorld struct {
 }
 
 func newRunWorld(t *testing.T, runs func(index int32) bool) *runWorld {
+	return newRunWorldOf(t, 3, runs)
+}
+
+// newRunWorldOf is a runWorld of n instances.
+func newRunWorldOf(t *testing.T, n int32, runs func(index int32) bool) *runWorld {
 	store := dbtest.NewStore(t)
-	lrp := &model.DesiredLRP{ProcessGUID: "app", Domain: "cf-apps", Instances: 3, LRPDefinition: model.LRPDefinition{
+	lrp := &model.DesiredLRP{ProcessGUID: "app", Domain: "cf-apps", Instances: n, LRPDefinition: model.LRPDefinition{
 		RootFS: "docker:///busybox", MemoryMB: 64, DiskMB: 64,
 		Action: &model.Action{Run: &model.RunAction{Path: "/bin/true"}}}}
 	if _, err := store.DesireLRP(context.Background(), lrp); err != nil {
@@ -77,10 +82,15 @@ func (w *runWorld) exec(q string, args ...any) {
 }
 
 func (w *runWorld) walk(in activities.WalkRunInput) (activities.WalkRunOutput, error) {
+	return w.walkDef(in, "v2")
+}
+
+// walkDef runs WalkRun to definition def.
+func (w *runWorld) walkDef(in activities.WalkRunInput, def string) (activities.WalkRunOutput, error) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(w.r)
-	in.RolloutID, in.ProcessGUID, in.DefinitionID, in.Fence = w.id, "app", "v2", w.fence
+	in.RolloutID, in.ProcessGUID, in.DefinitionID, in.Fence = w.id, "app", def, w.fence
 	if in.MaxSteps == 0 {
 		in.MaxSteps = 100
 	}

@@ -48,12 +48,14 @@ type RolloutStore interface {
 	// StartRollout records a new rollout (here: a rollback an operator signalled to the
 	// running workflow, superseding its rollout).
 	StartRollout(ctx context.Context, req db.RolloutRequest) (*db.RolloutStart, error)
-	// OpenRun, StopRun, TakeRun, HoldsRun and AdvanceRun are the fenced steps of an index
-	// run (db/rollout_run.go).
+	// OpenRun, StopRun, StopRunRetiring, SetRunLimit, TakeRun, HoldsRun and AdvanceRun are
+	// the fenced steps of an index run (db/rollout_run.go).
 	OpenRun(ctx context.Context, id string) (fence int64, err error)
 	StopRun(ctx context.Context, id string) (db.RunState, error)
+	StopRunRetiring(ctx context.Context, id, guid, def string) (db.RunState, []model.ActualLRP, error)
+	SetRunLimit(ctx context.Context, id string, fence int64, limit int32) error
 	TakeRun(ctx context.Context, h db.RunHold) (db.RunState, error)
-	HoldsRun(ctx context.Context, h db.RunHold) (bool, error)
+	HoldsRun(ctx context.Context, h db.RunHold) (held bool, limit int32, err error)
 	AdvanceRun(ctx context.Context, h db.RunHold, a db.RunAdvance) (*db.RunAdvanced, error)
 	// PruneDefinition retires def from the LRP's definitions map when no instance runs it and
 	// the LRP does not name it (seed 000); pruned says whether it did.

@@ -11,13 +11,16 @@ import (
 	"github.com/updatable-lrps/bbs/model"
 )
 
-// An index run is a stretch of a rollout's forward walk that one activity performs, index
-// after index, without a Temporal round trip per index (activities.Rollouts.WalkRun). The
-// workflow still decides where it starts, the health gate and the deadline, and it stops the
-// run for any signal. Every write of a run is fenced (migration 0012):
+// An index run is a stretch of a rollout's walk that one activity performs — forward to the
+// target, or back to the definition the rollout started from — with up to a limit of indices
+// in flight at once and no Temporal round trip per index (activities.Rollouts.WalkRun). The
+// workflow still decides where it starts, which way it goes, the health gate and the
+// deadline; it interrupts the run for a cancel, a supersede or a revert, and steers it for
+// a pause or a new pace through the run's limit (SetRunLimit). Every write of a run is
+// fenced (migration 0012):
 //
 //   - the workflow opens a run (OpenRun: run_fence+1, the run's record cleared) and stops it
-//     (StopRun: run_fence+1 again, returning what the run did);
+//     (StopRun, StopRunRetiring: run_fence+1 again, returning what the run did);
 //   - an attempt of the activity holds the run with the fence it was given and its attempt
 //     number (TakeRun), so that a later attempt (the worker of an earlier one presumed dead)
 //     locks the earlier one out;
@@ -45,18 +48,34 @@ type RunState struct {
 	Updated []int32
 	// GivenUp are the indices whose deadline passed (the definition's instance retired).
 	GivenUp []int32
-	// Index is the index the run desired and has not decided yet, -1 for none.
-	Index int32
+	// InFlight are the indices the run desired and has not decided yet, ascending; Index is
+	// the lowest of them, -1 for none (what a run of the version before had: one index).
+	InFlight []int32
+	Index    int32
+	// Limit is how many indices the run may have in flight as the workflow last set it
+	// (SetRunLimit; 0 drains the run), -1 while it has not: the run's own input says.
+	Limit int32
 }
 
 type runRow struct {
-	Updated pq.Int32Array `db:"run_updated"`
-	GivenUp pq.Int32Array `db:"run_given_up"`
-	Index   int32         `db:"run_index"`
+	Updated  pq.Int32Array `db:"run_updated"`
+	GivenUp  pq.Int32Array `db:"run_given_up"`
+	InFlight pq.Int32Array `db:"run_in_flight"`
+	Index    int32         `db:"run_index"`
+	Limit    int32         `db:"run_limit"`
 }
 
+// runColumns are runRow's.
+const runColumns = `run_updated, run_given_up, run_in_flight, run_index, run_limit`
+
 func (r runRow) state() RunState {
-	return RunState{Updated: indices(r.Updated), GivenUp: indices(r.GivenUp), Index: r.Index}
+	st := RunState{Updated: indices(r.Updated), GivenUp: indices(r.GivenUp), InFlight: indices(r.InFlight), Index: -1, Limit: r.Limit}
+	if len(st.InFlight) > 0 {
+		st.Index = st.InFlight[0]
+	} else if r.Index >= 0 {
+		st.InFlight, st.Index = []int32{r.Index}, r.Index // written by a run of the version before
+	}
+	return st
 }
 
 func indices(xs []int32) []int32 {
@@ -73,7 +92,7 @@ func (s *Store) OpenRun(ctx context.Context, id string) (fence int64, err error)
 		return 0, err
 	}
 	err = s.db.GetContext(ctx, &fence, `UPDATE rollouts SET run_fence = run_fence + 1, run_attempt = 0,
-    run_updated = '{}', run_given_up = '{}', run_index = -1
+    run_updated = '{}', run_given_up = '{}', run_index = -1, run_in_flight = '{}', run_limit = -1
 WHERE id = $1 RETURNING run_fence`, id)
 	if err == sql.ErrNoRows {
 		return 0, notFound("rollout", id)
@@ -89,7 +108,7 @@ func (s *Store) StopRun(ctx context.Context, id string) (RunState, error) {
 	}
 	var r runRow
 	err := s.db.GetContext(ctx, &r, `UPDATE rollouts SET run_fence = run_fence + 1
-WHERE id = $1 RETURNING run_updated, run_given_up, run_index`, id)
+WHERE id = $1 RETURNING `+runColumns, id)
 	if err == sql.ErrNoRows {
 		return RunState{}, notFound("rollout", id)
 	}
@@ -108,7 +127,7 @@ func (s *Store) TakeRun(ctx context.Context, h RunHold) (RunState, error) {
 	}
 	var r runRow
 	err := s.db.GetContext(ctx, &r, `UPDATE rollouts SET run_attempt = $3
-WHERE id = $1 AND run_fence = $2 AND run_attempt <= $3 RETURNING run_updated, run_given_up, run_index`,
+WHERE id = $1 AND run_fence = $2 AND run_attempt <= $3 RETURNING `+runColumns,
 		h.RolloutID, h.Fence, h.Attempt)
 	if err == sql.ErrNoRows {
 		return RunState{}, ErrRunFenced
@@ -119,16 +138,77 @@ WHERE id = $1 AND run_fence = $2 AND run_attempt <= $3 RETURNING run_updated, ru
 	return r.state(), nil
 }
 
-// HoldsRun reports whether h still holds its run; a waiting run asks now and then, so that it
-// does not wait on for a workflow that has moved on.
-func (s *Store) HoldsRun(ctx context.Context, h RunHold) (bool, error) {
-	var held bool
-	err := s.db.GetContext(ctx, &held, `SELECT EXISTS (SELECT 1 FROM rollouts
-WHERE id = $1 AND run_fence = $2 AND run_attempt = $3)`, h.RolloutID, h.Fence, h.Attempt)
-	return held, mapError(err)
+// HoldsRun reports whether h still holds its run, and the run's limit (RunState.Limit): a
+// waiting run asks now and then, so that it neither waits on for a workflow that has moved
+// on nor misses a new pace.
+func (s *Store) HoldsRun(ctx context.Context, h RunHold) (held bool, limit int32, err error) {
+	var row struct {
+		Held  bool  `db:"held"`
+		Limit int32 `db:"run_limit"`
+	}
+	err = s.db.GetContext(ctx, &row, `SELECT run_fence = $2 AND run_attempt = $3 AS held, run_limit FROM rollouts
+WHERE id = $1`, h.RolloutID, h.Fence, h.Attempt)
+	if err == sql.ErrNoRows {
+		return false, 0, nil
+	}
+	return row.Held, row.Limit, mapError(err)
 }
 
-// RunAdvance is one step of an index run: decide an index, desire the next, or both.
+// SetRunLimit sets how many indices the run opened with fence may have in flight: 0 drains
+// it (a pause: the indices in flight finish, no other starts), a positive limit is a new
+// pace. A run stopped since (a later fence) is left alone. The run reads it at its next
+// decision, or within a safety tick.
+func (s *Store) SetRunLimit(ctx context.Context, id string, fence int64, limit int32) error {
+	if _, err := uuidOrInvalid(id); err != nil {
+		return err
+	}
+	if limit < 0 {
+		return model.Errorf(model.ErrInvalidRequest, "a run's limit cannot be %d", limit)
+	}
+	_, err := s.db.ExecContext(ctx, `UPDATE rollouts SET run_limit = $3 WHERE id = $1 AND run_fence = $2`, id, fence, limit)
+	return mapError(err)
+}
+
+// StopRunRetiring stops the rollout's index run as StopRun does and, in the same
+// transaction, retires def's instance at every index the run left in flight (desired, not
+// yet decided): the instance it replaces there was never retired and keeps serving. It
+// returns what the run did and the retired instances whose cells must stop them. Repeated
+// (a retried local activity), it retires nothing more and answers the same.
+func (s *Store) StopRunRetiring(ctx context.Context, id, guid, def string) (RunState, []model.ActualLRP, error) {
+	if _, err := uuidOrInvalid(id); err != nil {
+		return RunState{}, nil, err
+	}
+	var st RunState
+	var toStop []model.ActualLRP
+	err := s.inTxRetried(ctx, func(tx *sqlx.Tx) error {
+		st, toStop = RunState{}, nil
+		var r runRow
+		err := tx.GetContext(ctx, &r, `UPDATE rollouts SET run_fence = run_fence + 1
+WHERE id = $1 RETURNING `+runColumns, id)
+		if err == sql.ErrNoRows {
+			return notFound("rollout", id)
+		}
+		if err != nil {
+			return err
+		}
+		st = r.state()
+		var events eventBatch
+		for _, i := range st.InFlight {
+			retired, err := retireAtTx(ctx, tx, &events, guid, i, matchInstance, def)
+			if err != nil {
+				return err
+			}
+			toStop = append(toStop, retired...)
+		}
+		return events.flush(ctx, tx)
+	})
+	if err != nil {
+		return RunState{}, nil, err
+	}
+	return st, toStop, nil
+}
+
+// RunAdvance is one step of an index run: decide an index, desire the next ones, or both.
 type RunAdvance struct {
 	ProcessGUID  string
 	DefinitionID string
@@ -137,9 +217,16 @@ type RunAdvance struct {
 	// retires, as RetireInstance does).
 	Done    int32
 	Outcome string
-	// Next is the index whose instance of DefinitionID to desire, -1 for none.
-	Next int32
-	// Before are the indices the walk updated before this run, for the row's count of
+	// Next are the indices whose instance of DefinitionID to desire; those at or beyond the
+	// LRP's count are left out (RunAdvanced.Run.InFlight says which were taken).
+	Next []int32
+	// Interrupt are indices in flight the run gives up without deciding (it ends at a
+	// failure): DefinitionID's instance there retires, the one it replaces keeps serving.
+	Interrupt []int32
+	// Back says the run walks back (a cancel, a revert): the row counts the indices it walks
+	// back off Before, and an index it gives up is not the rollout's given_up_indices.
+	Back bool
+	// Before are the indices the walk had updated before this run, for the row's count of
 	// updated instances; RunID names the workflow run, for the row.
 	Before []int32
 	RunID  string
@@ -151,17 +238,15 @@ type RunAdvanced struct {
 	Exists bool
 	// Instances is the LRP's instance count.
 	Instances int32
-	// Desired is the instance at Next (no state when Next is beyond Instances).
-	Desired *model.ActualLRP
 	// ToStop are the instances the step retired that their cells must stop.
 	ToStop []model.ActualLRP
-	// Run is what the run has done, this step included.
+	// Run is what the run has done, this step included, and its limit.
 	Run RunState
 }
 
 // AdvanceRun performs one step of an index run in one transaction, if h still holds it
 // (else ErrRunFenced): the decided index's retirement, the run's record and the row's
-// progress (with its rollout_changed event), and the next index's instance. It is what the
+// progress (with its rollout_changed event), and the next indices' instances. It is what the
 // per-index activities of a stepwise walk (RetireOthers or RetireInstance, RecordProgress,
 // LoadRollout, DesireInstance) do in four transactions. Repeating a step (a retried
 // transaction) leaves the same state.
@@ -180,8 +265,9 @@ func (s *Store) AdvanceRun(ctx context.Context, h RunHold, a RunAdvance) (*RunAd
 		var row struct {
 			runRow
 			GivenUpIndices pq.Int32Array `db:"given_up_indices"`
+			CurrentIndex   int32         `db:"current_index"`
 		}
-		err = tx.GetContext(ctx, &row, `SELECT run_updated, run_given_up, run_index, given_up_indices FROM rollouts
+		err = tx.GetContext(ctx, &row, `SELECT `+runColumns+`, given_up_indices, current_index FROM rollouts
 WHERE id = $1 AND run_fence = $2 AND run_attempt = $3 FOR UPDATE`, h.RolloutID, h.Fence, h.Attempt)
 		if err == sql.ErrNoRows {
 			return ErrRunFenced
@@ -191,19 +277,27 @@ WHERE id = $1 AND run_fence = $2 AND run_attempt = $3 FOR UPDATE`, h.RolloutID, 
 		}
 		run := row.state()
 		given := indices(row.GivenUpIndices)
-		// The index's retirement, the next desire and the progress write their events
+		// The indices' retirements, the next desires and the progress write their events
 		// together, at the end.
 		var events eventBatch
+		retire := func(i int32, match string) error {
+			stop, err := retireAtTx(ctx, tx, &events, a.ProcessGUID, i, match, a.DefinitionID)
+			out.ToStop = append(out.ToStop, stop...)
+			run.InFlight = removeIndex(run.InFlight, i)
+			return err
+		}
 		if a.Done >= 0 {
 			switch a.Outcome {
 			case model.StepUpdated:
-				out.ToStop, err = retireAtTx(ctx, tx, &events, a.ProcessGUID, a.Done, matchOthers, a.DefinitionID)
+				err = retire(a.Done, matchOthers)
 				run.Updated = insertIndex(run.Updated, a.Done)
 			case model.StepGivenUp, model.StepScaledAway:
-				out.ToStop, err = retireAtTx(ctx, tx, &events, a.ProcessGUID, a.Done, matchInstance, a.DefinitionID)
+				err = retire(a.Done, matchInstance)
 				if a.Outcome == model.StepGivenUp {
 					run.GivenUp = insertIndex(run.GivenUp, a.Done)
-					given = insertIndex(given, a.Done)
+					if !a.Back {
+						given = insertIndex(given, a.Done)
+					}
 				}
 			default:
 				return model.Errorf(model.ErrInvalidRequest, "an index run cannot end an index as %q", a.Outcome)
@@ -212,35 +306,32 @@ WHERE id = $1 AND run_fence = $2 AND run_attempt = $3 FOR UPDATE`, h.RolloutID, 
 				return err
 			}
 		}
-		run.Index = -1
-		current := a.Done + 1
-		if a.Next >= 0 {
-			if out.Desired, err = s.desireInTx(ctx, tx, &events, a.ProcessGUID, a.DefinitionID, a.Next, l.Instances); err != nil {
+		for _, i := range a.Interrupt {
+			if err := retire(i, matchInstance); err != nil {
 				return err
 			}
-			if a.Next < l.Instances {
-				run.Index = a.Next
+		}
+		for _, i := range a.Next {
+			if i >= l.Instances {
+				continue // scaled below it since the run read the count: nothing to start
 			}
-			current = a.Next
+			if _, err := s.desireInTx(ctx, tx, &events, a.ProcessGUID, a.DefinitionID, i, l.Instances); err != nil {
+				return err
+			}
+			run.InFlight = insertIndex(run.InFlight, i)
+		}
+		run.Index = -1
+		if len(run.InFlight) > 0 {
+			run.Index = run.InFlight[0]
 		}
 		out.Run = run
-		updated := 0
-		for _, i := range a.Before {
-			if i < l.Instances && !slices.Contains(run.Updated, i) {
-				updated++
-			}
-		}
-		for _, i := range run.Updated {
-			if i < l.Instances {
-				updated++
-			}
-		}
+		current, updated := runProgress(a, run, l.Instances, row.CurrentIndex)
 		var r rolloutRow
 		err = tx.GetContext(ctx, &r, `UPDATE rollouts SET run_updated = $2, run_given_up = $3, run_index = $4,
     current_index = $5, updated_instances = $6, instances = $7, given_up_indices = $8,
-    run_id = CASE WHEN $9 = '' THEN run_id ELSE $9 END
+    run_id = CASE WHEN $9 = '' THEN run_id ELSE $9 END, run_in_flight = $10
 WHERE id = $1 RETURNING `+rolloutColumns, h.RolloutID, pq.Int32Array(run.Updated), pq.Int32Array(run.GivenUp),
-			run.Index, min(current, l.Instances), updated, l.Instances, pq.Int32Array(given), a.RunID)
+			run.Index, current, updated, l.Instances, pq.Int32Array(given), a.RunID, pq.Int32Array(run.InFlight))
 		if err != nil {
 			return err
 		}
@@ -251,6 +342,47 @@ WHERE id = $1 RETURNING `+rolloutColumns, h.RolloutID, pq.Int32Array(run.Updated
 		return nil, err
 	}
 	return out, nil
+}
+
+// runProgress is the row's current index and count of updated instances after a step of a
+// run: forward, the lowest index in flight (else the one after the decided one) and the
+// indices updated before the run or by it; back, the highest index in flight (a walk back
+// goes down) and the indices updated before the run that it has not walked back yet.
+func runProgress(a RunAdvance, run RunState, instances, current int32) (int32, int) {
+	updated := 0
+	for _, i := range a.Before {
+		if i < instances && !slices.Contains(run.Updated, i) {
+			updated++
+		}
+	}
+	if a.Back {
+		if len(run.InFlight) > 0 {
+			current = slices.Max(run.InFlight)
+		} else if a.Done >= 0 {
+			current = a.Done
+		}
+		return min(current, instances), updated
+	}
+	for _, i := range run.Updated {
+		if i < instances {
+			updated++
+		}
+	}
+	current = a.Done + 1
+	if len(run.InFlight) > 0 {
+		current = run.InFlight[0]
+	} else if len(a.Next) > 0 {
+		current = slices.Min(a.Next)
+	}
+	return min(current, instances), updated
+}
+
+// removeIndex removes x from the sorted xs.
+func removeIndex(xs []int32, x int32) []int32 {
+	if i, found := slices.BinarySearch(xs, x); found {
+		xs = slices.Delete(slices.Clone(xs), i, i+1)
+	}
+	return xs
 }
 
 // insertIndex adds x to the sorted xs, once.

@@ -37,13 +37,13 @@ func TestIndexRunAdvances(t *testing.T) {
 	if run, err := s.TakeRun(ctx, h); err != nil || run.Index != -1 || len(run.Updated) != 0 {
 		t.Fatalf("TakeRun = %+v, %v", run, err)
 	}
-	step := db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Done: -1, Next: 0, Before: []int32{}}
+	step := db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Done: -1, Next: []int32{0}, Before: []int32{}}
 	adv, err := s.AdvanceRun(ctx, h, step)
-	if err != nil || !adv.Exists || adv.Instances != 3 || adv.Desired.State != model.StateUnclaimed || adv.Run.Index != 0 {
+	if err != nil || !adv.Exists || adv.Instances != 3 || !slices.Equal(adv.Run.InFlight, []int32{0}) || adv.Run.Index != 0 {
 		t.Fatalf("first step = %+v, %v", adv, err)
 	}
 	makeRunning(t, s, "app", "v2", 0)
-	step.Done, step.Outcome, step.Next = 0, model.StepUpdated, 1
+	step.Done, step.Outcome, step.Next = 0, model.StepUpdated, []int32{1}
 	adv, err = s.AdvanceRun(ctx, h, step)
 	if err != nil || len(adv.ToStop) != 1 || adv.ToStop[0].DefinitionID != "app" || !slices.Equal(adv.Run.Updated, []int32{0}) || adv.Run.Index != 1 {
 		t.Fatalf("second step = %+v, %v", adv, err)
@@ -60,7 +60,7 @@ func TestIndexRunAdvances(t *testing.T) {
 		t.Fatalf("%d instances of v2 at index 1, want the one desired", n)
 	}
 	// Given up: v2's instance at 1 retires, the old one stays; the count of given-up grows.
-	step.Done, step.Outcome, step.Next = 1, model.StepGivenUp, 2
+	step.Done, step.Outcome, step.Next = 1, model.StepGivenUp, []int32{2}
 	if adv, err = s.AdvanceRun(ctx, h, step); err != nil || !slices.Equal(adv.Run.GivenUp, []int32{1}) {
 		t.Fatalf("given up = %+v, %v", adv, err)
 	}
@@ -80,7 +80,7 @@ func TestIndexRunIsFenced(t *testing.T) {
 	if _, err := s.TakeRun(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	step := db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Done: -1, Next: 0}
+	step := db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Done: -1, Next: []int32{0}}
 	if _, err := s.AdvanceRun(ctx, first, step); err != nil {
 		t.Fatal(err)
 	}
@@ -95,11 +95,11 @@ func TestIndexRunIsFenced(t *testing.T) {
 		t.Fatalf("the first attempt took the run back: %v", err)
 	}
 	makeRunning(t, s, "app", "v2", 0)
-	step.Done, step.Outcome, step.Next = 0, model.StepUpdated, 1
+	step.Done, step.Outcome, step.Next = 0, model.StepUpdated, []int32{1}
 	if _, err := s.AdvanceRun(ctx, first, step); !errors.Is(err, db.ErrRunFenced) {
 		t.Fatalf("the first attempt advanced: %v", err)
 	}
-	if held, err := s.HoldsRun(ctx, first); err != nil || held {
+	if held, _, err := s.HoldsRun(ctx, first); err != nil || held {
 		t.Fatalf("HoldsRun(first) = %v, %v", held, err)
 	}
 	if n := count(t, s, `SELECT count(*) FROM actual_lrps WHERE definition_id = 'app' AND instance_index = 0 AND retiring`); n != 0 {
@@ -116,7 +116,7 @@ func TestIndexRunIsFenced(t *testing.T) {
 		t.Fatalf("StopRun again = %+v, %v", again, err)
 	}
 	makeRunning(t, s, "app", "v2", 1)
-	step.Done, step.Next = 1, 2
+	step.Done, step.Next = 1, []int32{2}
 	if _, err := s.AdvanceRun(ctx, second, step); !errors.Is(err, db.ErrRunFenced) {
 		t.Fatalf("a stopped run advanced: %v", err)
 	}
@@ -147,8 +147,8 @@ func TestIndexRunAfterScaleDownAndRemoval(t *testing.T) {
 		t.Fatal(err)
 	}
 	exec(t, s, `UPDATE desired_lrps SET instances = 1 WHERE process_guid = 'app'`)
-	adv, err := s.AdvanceRun(ctx, h, db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Done: -1, Next: 1})
-	if err != nil || adv.Instances != 1 || adv.Desired.State != "" || adv.Run.Index != -1 {
+	adv, err := s.AdvanceRun(ctx, h, db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Done: -1, Next: []int32{1}})
+	if err != nil || adv.Instances != 1 || len(adv.Run.InFlight) != 0 || adv.Run.Index != -1 {
 		t.Fatalf("beyond the count = %+v, %v", adv, err)
 	}
 	if n := count(t, s, `SELECT count(*) FROM actual_lrps WHERE definition_id = 'v2'`); n != 0 {
@@ -157,7 +157,7 @@ func TestIndexRunAfterScaleDownAndRemoval(t *testing.T) {
 	if _, err := s.RemoveDesiredLRP(ctx, "app"); err != nil {
 		t.Fatal(err)
 	}
-	if adv, err := s.AdvanceRun(ctx, h, db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Done: -1, Next: 0}); err != nil || adv.Exists {
+	if adv, err := s.AdvanceRun(ctx, h, db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Done: -1, Next: []int32{0}}); err != nil || adv.Exists {
 		t.Fatalf("after removal = %+v, %v", adv, err)
 	}
 }

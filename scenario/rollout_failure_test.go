@@ -207,7 +207,13 @@ func testRolloutPaceFromStrategy(t *testing.T) {
 	c.updateWithStrategy(guid, "v2", simDefinition(env("SIM_START_DELAY_MS", "400"), env("VERSION", "2")),
 		map[string]any{"max_in_flight": 3})
 	c.waitLRP(guid, "v2 healthy and more than one index in flight", 20*time.Second, func() bool {
-		return len(c.progress(guid).InFlight) > 1
+		starting := 0
+		for _, a := range c.instances(guid) {
+			if a.DefinitionID == "v2" && a.State != model.StateRunning {
+				starting++
+			}
+		}
+		return starting > 1
 	})
 	var paced struct {
 		Rollout model.Rollout `json:"rollout"`

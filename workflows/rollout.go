@@ -70,6 +70,10 @@ type RolloutInput struct {
 	// (rollout_run.go). Without it (and in every run started before it existed) the walk
 	// goes step by step.
 	Runs bool `json:"runs,omitempty"`
+	// WalkByRuns hands every walk to index runs — forward and back, at any pace, through
+	// pauses, canary steps and a revert — instead of runs for the plain forward walk and
+	// steps for the rest (rollout_run.go). Runs started before it existed walk as they did.
+	WalkByRuns bool `json:"walk_by_runs,omitempty"`
 
 	// Canary are the rollout's canary steps by instances (strategy.canary.steps): the forward
 	// walk holds once each step's count of indices runs the new definition — for its pause,

@@ -192,7 +192,7 @@ func (m *memStore) run(id string) *memRun {
 		m.runs = map[string]*memRun{}
 	}
 	if m.runs[id] == nil {
-		m.runs[id] = &memRun{state: db.RunState{Index: -1}}
+		m.runs[id] = &memRun{state: db.RunState{Index: -1, Limit: -1}}
 	}
 	return m.runs[id]
 }
@@ -204,7 +204,7 @@ func (m *memStore) OpenRun(_ context.Context, id string) (int64, error) {
 	r.opened++
 	r.fence++
 	r.attempt = 0
-	r.state = db.RunState{Index: -1}
+	r.state = db.RunState{Index: -1, Limit: -1}
 	return r.fence, nil
 }
 
@@ -239,11 +239,30 @@ func (m *memStore) runCounts() (opened, stopped int) {
 	return opened, stopped
 }
 
-func (m *memStore) HoldsRun(_ context.Context, h db.RunHold) (bool, error) {
+func (m *memStore) HoldsRun(_ context.Context, h db.RunHold) (bool, int32, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.run(h.RolloutID)
-	return r.fence == h.Fence && r.attempt == h.Attempt, nil
+	return r.fence == h.Fence && r.attempt == h.Attempt, r.state.Limit, nil
+}
+
+func (m *memStore) SetRunLimit(_ context.Context, id string, fence int64, limit int32) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.run(id); r.fence == fence {
+		r.state.Limit = limit
+	}
+	return nil
+}
+
+func (m *memStore) StopRunRetiring(ctx context.Context, id, guid, def string) (db.RunState, []model.ActualLRP, error) {
+	st, _ := m.StopRun(ctx, id)
+	var stop []model.ActualLRP
+	for _, i := range st.InFlight {
+		retired, _ := m.RetireInstance(ctx, guid, def, i)
+		stop = append(stop, retired...)
+	}
+	return st, stop, nil
 }
 
 // AdvanceRun is db.Store.AdvanceRun in memory; holding the lock throughout, as the
@@ -257,8 +276,11 @@ func (m *memStore) AdvanceRun(ctx context.Context, h db.RunHold, a db.RunAdvance
 	}
 	out := &db.RunAdvanced{Exists: true, Instances: m.instances}
 	st := r.state
+	st.InFlight = slices.Clone(st.InFlight)
 	m.mu.Unlock()
+	drop := func(i int32) { st.InFlight = slices.DeleteFunc(st.InFlight, func(x int32) bool { return x == i }) }
 	if a.Done >= 0 {
+		drop(a.Done)
 		switch a.Outcome {
 		case model.StepUpdated:
 			out.ToStop, _ = m.RetireOthers(ctx, a.ProcessGUID, a.DefinitionID, a.Done)
@@ -273,17 +295,33 @@ func (m *memStore) AdvanceRun(ctx context.Context, h db.RunHold, a db.RunAdvance
 			}
 		}
 	}
+	for _, i := range a.Interrupt {
+		drop(i)
+		stop, _ := m.RetireInstance(ctx, a.ProcessGUID, a.DefinitionID, i)
+		out.ToStop = append(out.ToStop, stop...)
+	}
+	for _, i := range a.Next {
+		if i < out.Instances {
+			_, _ = m.DesireInstance(ctx, a.ProcessGUID, a.DefinitionID, i)
+			if !slices.Contains(st.InFlight, i) {
+				st.InFlight = append(st.InFlight, i)
+				slices.Sort(st.InFlight)
+			}
+		}
+	}
 	st.Index = -1
-	if a.Next >= 0 && a.Next < out.Instances {
-		out.Desired, _ = m.DesireInstance(ctx, a.ProcessGUID, a.DefinitionID, a.Next)
-		st.Index = a.Next
+	if len(st.InFlight) > 0 {
+		st.Index = st.InFlight[0]
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r.state = st
 	out.Run = st
 	p := m.progress[h.RolloutID]
-	p.UpdatedInstances = int32(len(st.Updated))
+	p.UpdatedInstances = 0
+	if !a.Back {
+		p.UpdatedInstances = int32(len(st.Updated))
+	}
 	for _, i := range a.Before {
 		if !slices.Contains(st.Updated, i) {
 			p.UpdatedInstances++

@@ -22,14 +22,22 @@ import (
 // as a step and starts no other. A killed worker's run is retried by Temporal after its
 // heartbeat timeout and resumes where the row says it was.
 
-// inRuns says whether the walk's next index goes to an index run.
+// inRuns says whether the walk's next index goes to an index run: every one with
+// WalkByRuns; before it, the forward walk's at a pace of one.
 func (r *rollout) inRuns() bool {
+	if r.in.WalkByRuns {
+		return true
+	}
 	return r.in.Runs && r.in.MaxInFlight == 1 && !r.phase.back()
 }
 
-// startRun starts an index run from index i.
+// startRun starts an index run from index i: forward up from it, or (walking back) down the
+// replaced indices.
 func (r *rollout) startRun(i int32) {
 	s := &step{index: i, def: r.in.ToDefinitionID, run: true, rolloutID: r.in.RolloutID}
+	if r.in.WalkByRuns && r.phase.back() {
+		s.back, s.def = true, r.in.FromDefinitionID
+	}
 	r.counted, r.ranToEnd = false, false
 	sctx, cancel := workflow.WithCancel(r.ctx)
 	s.cancel = cancel
@@ -47,8 +55,7 @@ func (r *rollout) startRun(i int32) {
 var runOptions = awaitOptions
 
 // walkRun opens a run, lets WalkRun walk, and, when a signal interrupts it (ctx is the
-// step's), stops it and deals with the index it left undecided: retired, or for a pause
-// finished as a step.
+// step's), stops it and deals with the indices it left undecided.
 func (r *rollout) walkRun(ctx workflow.Context, s *step) stepResult {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	id := activities.RolloutIDInput{RolloutID: s.rolloutID}
@@ -62,6 +69,17 @@ func (r *rollout) walkRun(ctx workflow.Context, s *step) stepResult {
 		RunID: workflow.GetInfo(ctx).WorkflowExecution.RunID}
 	in.Failures, in.MaxCrashes = r.awaitFailures()
 	in.MinReady = r.in.MinReady
+	if r.in.WalkByRuns {
+		if ctx.Err() != nil {
+			return r.stopRun(dctx, s) // interrupted while it opened
+		}
+		s.fence, s.limit = open.Fence, r.runLimit()
+		if s.limit == 0 {
+			// Paused while it opened: nothing starts until a resume starts another run.
+			return stepResult{out: outUpdated, run: &activities.WalkRunOutput{Next: s.index}}
+		}
+		r.runInput(&in, s)
+	}
 	var out activities.WalkRunOutput
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, runOptions), acts.WalkRun, in).Get(ctx, &out)
 	switch {
@@ -75,10 +93,52 @@ func (r *rollout) walkRun(ctx workflow.Context, s *step) stepResult {
 	return stepResult{out: outUpdated, run: &out}
 }
 
-// stopRun fences out the interrupted run s and returns what it did. The index it left
-// undecided is retired (its old instance, never retired, keeps serving), unless a pause
-// stopped the run: that index then finishes as a step.
+// runInput tunes a run of the one walk engine (WalkByRuns): its pace, its direction and, for
+// a walk back, the replaced indices from the highest down. Until the target has run, one
+// index is in flight (the gate: Healthy); with a failure policy the deadline counts from the
+// first index (DeadlineAlways). A walk back has no min_ready (it restores service) and a
+// deadline only with a failure policy (one that cannot start pauses: onRevertFailed).
+func (r *rollout) runInput(in *activities.WalkRunInput, s *step) {
+	in.InFlight = s.limit
+	in.Healthy, in.DeadlineAlways = r.walked.Healthy, r.failures()
+	if !s.back {
+		return
+	}
+	in.Back, in.Healthy, in.MinReady, in.MaxSteps = true, true, 0, r.in.ContinueAsNewEvery-r.steps
+	if !r.failures() {
+		in.Deadline = 0
+	}
+	in.Indices = slices.Clone(r.walked.Replaced)
+	slices.Reverse(in.Indices)
+}
+
+// runLimit is how many indices a run may have in flight now: none while the walk is held.
+func (r *rollout) runLimit() int {
+	if r.phase.held() {
+		return 0
+	}
+	return r.in.MaxInFlight
+}
+
+// stopRun fences out the interrupted run s and returns what it did. The indices it left
+// undecided are retired (the old instance at each, never retired, keeps serving), unless
+// a pause stopped a run of the version before WalkByRuns: its one index then finishes as a
+// step.
 func (r *rollout) stopRun(ctx workflow.Context, s *step) stepResult {
+	if r.in.WalkByRuns {
+		var st activities.StopRunOutput
+		in := activities.StopRunRetiringInput{RolloutID: s.rolloutID, ProcessGUID: r.in.ProcessGUID, DefinitionID: s.def}
+		if err := r.local(ctx, in, acts.StopRunRetiring, &st); err != nil {
+			return failed(err)
+		}
+		run := &activities.WalkRunOutput{Updated: st.Updated, GivenUp: st.GivenUp, Next: s.index}
+		if len(st.InFlight) > 0 {
+			run.Next = slices.Min(st.InFlight)
+		} else if decided := slices.Concat(st.Updated, st.GivenUp); len(decided) > 0 {
+			run.Next = slices.Max(decided) + 1
+		}
+		return stepResult{out: outInterrupted, run: run}
+	}
 	var st activities.StopRunOutput
 	if err := r.local(ctx, activities.RolloutIDInput{RolloutID: s.rolloutID}, acts.StopRun, &st); err != nil {
 		return failed(err)
@@ -124,6 +184,10 @@ func (r *rollout) stopRun(ctx workflow.Context, s *step) stepResult {
 // updated were replaced (a cancel walks them back) and, on the current target, updated.
 func (r *rollout) runDone(res stepResult) {
 	s := res.s
+	if s.back {
+		r.backRunDone(res)
+		return
+	}
 	if run := res.run; run != nil {
 		current := s.def == r.in.ToDefinitionID
 		for _, i := range run.Updated {
@@ -160,6 +224,55 @@ func (r *rollout) runDone(res stepResult) {
 	}
 	if res.out == outGone || res.out == outError {
 		r.abort(res.err)
+	}
+}
+
+// backRunDone applies what a run walking back did: the indices it walked back are neither
+// replaced nor updated any more, those the LRP was scaled below are left, and one it gave
+// up (with a failure policy: the definition it returns to does not start) pauses the walk
+// back with both failures shown.
+func (r *rollout) backRunDone(res stepResult) {
+	if run := res.run; run != nil {
+		for _, i := range run.Updated {
+			r.walked.Replaced = remove(r.walked.Replaced, i)
+			r.walked.Updated = remove(r.walked.Updated, i)
+		}
+		for _, i := range run.Beyond {
+			r.walked.Replaced = remove(r.walked.Replaced, i)
+		}
+		r.steps += len(run.Updated) + len(run.GivenUp)
+		if r.failures() && len(run.GivenUp) > 0 {
+			i := slices.Max(run.GivenUp)
+			if f := run.Failure; f != nil && f.Index != nil {
+				i = *f.Index
+			}
+			r.onRevertFailed(i, run.Failure)
+		}
+	}
+	if res.out == outGone || res.out == outError {
+		r.abort(res.err)
+	}
+}
+
+// steerRuns tells the run in flight what the walk wants of it now (WalkByRuns): a pause
+// drains it (limit 0: the indices in flight finish, no other starts, and it ends), a resume
+// or set_pace gives it the pace (more start at once). A run stopped meanwhile ignores it.
+// Runs of the version before are stopped instead (stopIndexRuns).
+func (r *rollout) steerRuns() {
+	if !r.in.WalkByRuns {
+		r.stopIndexRuns()
+		return
+	}
+	want := r.runLimit()
+	for _, s := range r.inFlight {
+		if !s.run || s.fence == 0 || s.limit == want {
+			continue
+		}
+		s.limit = want
+		in := activities.SetRunLimitInput{RolloutID: s.rolloutID, Fence: s.fence, Limit: int32(want)}
+		if err := r.local(r.ctx, in, acts.SetRunLimit, nil); err != nil {
+			r.abort(err)
+		}
 	}
 }
 

@@ -112,7 +112,7 @@ func (rc *RolloutClient) Input(r *model.Rollout, domain string) RolloutInput {
 	}
 	return RolloutInput{RolloutID: r.ID, ProcessGUID: r.ProcessGUID, Domain: domain,
 		FromDefinitionID: r.FromDefinitionID, ToDefinitionID: r.ToDefinitionID, Kind: r.Kind,
-		MaxInFlight: r.Strategy.MaxInFlightOr(rc.MaxInFlight), IndexDeadline: deadline, Runs: !rc.Stepwise,
+		MaxInFlight: r.Strategy.MaxInFlightOr(rc.MaxInFlight), IndexDeadline: deadline, Runs: !rc.Stepwise, WalkByRuns: !rc.Stepwise,
 		Failure: failurePolicy(r.Strategy), MinReady: millis(r.Strategy, func(s *model.RolloutStrategy) *int64 { return s.MinReadyMS }),
 		ProgressDeadline: millis(r.Strategy, func(s *model.RolloutStrategy) *int64 { return s.ProgressDeadlineMS }),
 		Canary:           canarySteps(r.Strategy)}

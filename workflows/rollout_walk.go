@@ -23,6 +23,10 @@ type step struct {
 	run       bool
 	rolloutID string
 	pausing   bool
+	// fence is the run's (once opened) and limit the limit it was last given: how many
+	// indices it may have in flight (0: drained by a pause). WalkByRuns only.
+	fence int64
+	limit int
 }
 
 type outcome int
@@ -176,7 +180,7 @@ func (r *rollout) walk() stopCause {
 		for sel.HasPending() {
 			sel.Select(r.ctx)
 		}
-		r.stopIndexRuns()
+		r.steerRuns()
 		// Once the walk is ending, the main loop records progress for the next one.
 		if changed && r.stop == stopNone && !r.ranToEnd {
 			if err := r.report(); err != nil {
