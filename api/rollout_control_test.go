@@ -101,9 +101,16 @@ func TestRolloutControls(t *testing.T) {
 	}
 
 	h.ok("/v1/desired_lrp/update", obj{"process_guid": "web", "update": obj{"definition": definition(obj{"definition_id": "v2"})}})
+	// Walking, never paused: nothing to resume.
+	rec := h.postJSON("/v1/rollouts/resume", obj{"process_guid": "web"})
+	requireError(t, rec, http.StatusConflict, model.ErrInvalidPhase)
+	if !strings.Contains(rec.Body.String(), "walking, not paused") {
+		t.Fatalf("InvalidPhase must name the phase: %s", rec.Body)
+	}
 	h.ok("/v1/rollouts/pause", obj{"process_guid": "web"})
 	h.ok("/v1/rollouts/pause", obj{"process_guid": "web"}) // repeated: 200, the workflow changes nothing
 	h.ok("/v1/rollouts/resume", obj{"process_guid": "web"})
+	h.ok("/v1/rollouts/resume", obj{"process_guid": "web"}) // repeated after it took effect: 200, nothing changes
 	r := h.ok("/v1/rollouts/set_pace", obj{"process_guid": "web", "max_in_flight": 4}).obj(t, "rollout")
 	if r.obj(t, "strategy").integer(t, "max_in_flight") != 4 {
 		t.Fatalf("set_pace answered %v", r)
@@ -121,16 +128,27 @@ func TestRolloutControls(t *testing.T) {
 	h.exec(`UPDATE rollouts SET phase = 'walking'`)
 	h.ok("/v1/rollouts/abort", obj{"process_guid": "web", "reason": "p99 doubled"})
 
-	// Reverting (the row canceling): pause does not apply; resume and abort change nothing.
+	// Reverting (the row canceling): pause does not apply; a resume repeated after the one
+	// that took effect changes nothing.
 	h.exec(`UPDATE rollouts SET state = 'canceling'`)
-	rec := h.postJSON("/v1/rollouts/pause", obj{"process_guid": "web"})
+	rec = h.postJSON("/v1/rollouts/pause", obj{"process_guid": "web"})
 	requireError(t, rec, http.StatusConflict, model.ErrInvalidPhase)
 	if !strings.Contains(rec.Body.String(), "reverting") {
 		t.Fatalf("InvalidPhase must name the phase: %s", rec.Body)
 	}
 	h.ok("/v1/rollouts/resume", obj{"process_guid": "web"})
-	want := []string{"start:web:v2", "control-pause:web:v2", "control-pause:web:v2", "control-resume:web:v2",
-		"control-set_pace:web:v2", "control-promote:web:v2", "control-abort:web:v2", "control-resume:web:v2"}
+	// A walk back that no pause or resume reached is not paused; one its revert failure
+	// holds is (ROLLOUTS-NEXT.md section 4), and a resume releases it.
+	h.exec(`UPDATE rollouts SET last_control = ''`)
+	rec = h.postJSON("/v1/rollouts/resume", obj{"process_guid": "web"})
+	requireError(t, rec, http.StatusConflict, model.ErrInvalidPhase)
+	if !strings.Contains(rec.Body.String(), "reverting, not paused") {
+		t.Fatalf("InvalidPhase must name the phase: %s", rec.Body)
+	}
+	h.exec(`UPDATE rollouts SET revert_failure = '{"reason": "crash_loop", "kind": "app"}'`)
+	h.ok("/v1/rollouts/resume", obj{"process_guid": "web"})
+	want := []string{"start:web:v2", "control-pause:web:v2", "control-pause:web:v2", "control-resume:web:v2", "control-resume:web:v2",
+		"control-set_pace:web:v2", "control-promote:web:v2", "control-abort:web:v2", "control-resume:web:v2", "control-resume:web:v2"}
 	if calls := h.rollouts.Calls(); !reflect.DeepEqual(calls, want) {
 		t.Fatalf("workflow calls = %v, want %v", calls, want)
 	}

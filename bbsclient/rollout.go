@@ -28,7 +28,9 @@ func (c *Client) PauseRollout(ctx context.Context, guid string) (*model.Rollout,
 	return c.rolloutCall(ctx, "/v1/rollouts/pause", map[string]any{"process_guid": guid})
 }
 
-// ResumeRollout releases a paused rollout; repeating it changes nothing.
+// ResumeRollout releases a paused rollout (or a revert its own failure holds); repeating it
+// after it took effect changes nothing. InvalidPhase on a rollout that is not paused and was
+// never paused or resumed: there is nothing to resume.
 func (c *Client) ResumeRollout(ctx context.Context, guid string) (*model.Rollout, error) {
 	return c.rolloutCall(ctx, "/v1/rollouts/resume", map[string]any{"process_guid": guid})
 }

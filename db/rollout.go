@@ -33,6 +33,7 @@ type rolloutRow struct {
 	RevertedTo       string         `db:"reverted_to"`
 	StoredPhase      string         `db:"phase"`
 	Step             sql.NullInt32  `db:"step"`
+	LastControl      string         `db:"last_control"`
 }
 
 // inProgressStates is model.RolloutStatesInProgress as an SQL list for `state IN`: literals
@@ -53,7 +54,8 @@ const rolloutColumns = `id, process_guid, kind, from_definition_id, to_definitio
     current_index, updated_instances, instances, given_up_indices,
     (extract(epoch FROM started_at) * 1e9)::bigint AS started_at,
     (extract(epoch FROM finished_at) * 1e9)::bigint AS finished_at,
-    workflow_id, run_id, reason, strategy, failure, revert_failure, reverted_to, phase, step`
+    workflow_id, run_id, reason, strategy, failure, revert_failure, reverted_to, phase, step,
+    last_control`
 
 func (r *rolloutRow) model() model.Rollout {
 	given := []int32(r.GivenUpIndices)
@@ -79,6 +81,7 @@ func (r *rolloutRow) model() model.Rollout {
 		GivenUpIndices: given, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt.Int64,
 		WorkflowID: r.WorkflowID, RunID: r.RunID, Reason: r.Reason, Strategy: r.Strategy.s,
 		Failure: r.Failure.f, RevertFailure: r.RevertFailure.f, RevertedTo: r.RevertedTo,
+		LastControl: r.LastControl,
 	}
 }
 

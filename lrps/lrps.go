@@ -25,6 +25,10 @@ type Store interface {
 	StartRollout(ctx context.Context, req db.RolloutRequest) (*db.RolloutStart, error)
 	RetireActualLRP(ctx context.Context, key model.ActualLRPKey) (*model.ActualLRP, error)
 	SetRolloutPace(ctx context.Context, id string, maxInFlight int32) (*model.Rollout, error)
+	// RecordRolloutControl checks a pause or resume against the LRP's rollout in progress,
+	// locked, with allow, and records it as the rollout's last control, in one transaction
+	// (NoRolloutInProgress when there is none).
+	RecordRolloutControl(ctx context.Context, guid, kind string, allow func(*model.Rollout) error) (*model.Rollout, error)
 }
 
 // Stopper asks cells to stop CLAIMED or RUNNING instances; the cells then remove the records.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/updatable-lrps/bbs/db"
@@ -64,6 +65,23 @@ func (f *fakeStore) RetireActualLRP(_ context.Context, key model.ActualLRPKey) (
 func (f *fakeStore) SetRolloutPace(_ context.Context, _ string, n int32) (*model.Rollout, error) {
 	r := *f.rollout
 	r.Strategy = &model.RolloutStrategy{MaxInFlight: &n}
+	return &r, nil
+}
+
+// RecordRolloutControl decides and records a pause or resume on the fake's rollout, as the
+// store does on the locked row.
+func (f *fakeStore) RecordRolloutControl(_ context.Context, guid, kind string, allow func(*model.Rollout) error) (*model.Rollout, error) {
+	if f.rollout == nil || !f.rollout.InProgress() {
+		return nil, model.Errorf(model.ErrNoRolloutInProgress, "LRP %q has no rollout in progress", guid)
+	}
+	r := *f.rollout
+	if allow != nil {
+		if err := allow(&r); err != nil {
+			return nil, err
+		}
+	}
+	f.rollout.LastControl = kind
+	r.LastControl = kind
 	return &r, nil
 }
 
@@ -165,5 +183,105 @@ func TestRetireStopsWhatACellRuns(t *testing.T) {
 	}
 	if err := s.Retire(t.Context(), model.ActualLRPKey{ProcessGUID: "web", Index: 7}); !model.IsType(err, model.ErrResourceNotFound) {
 		t.Fatalf("retire of a missing instance: %v", err)
+	}
+}
+
+// Pause and resume (ROLLOUTS-NEXT.md section 3): a resume applies to a paused rollout, a
+// revert held by its own failure, and as a repeat after a pause or resume the API accepted;
+// on a rollout never paused it is InvalidPhase, naming the phase. A pause applies while the
+// rollout walks (repeated on a paused one too), never while it reverts.
+func TestPauseAndResume(t *testing.T) {
+	revertFailure := &model.RolloutFailure{Reason: model.FailureCrashLoop, Kind: model.FailureApp}
+	step := int32(0)
+	for _, c := range []struct {
+		name          string
+		rollout       *model.Rollout
+		pause, resume model.ErrorType // "": answered, the control sent
+	}{
+		{"no rollout", nil, model.ErrNoRolloutInProgress, model.ErrNoRolloutInProgress},
+		{"completed", &model.Rollout{State: model.RolloutCompleted, Phase: model.PhaseCompleted}, model.ErrNoRolloutInProgress, model.ErrNoRolloutInProgress},
+		{"reverted", &model.Rollout{State: model.RolloutReverted, Phase: model.PhaseReverted}, model.ErrNoRolloutInProgress, model.ErrNoRolloutInProgress},
+		{"walking, never paused", &model.Rollout{State: model.RolloutActive, Phase: model.PhaseWalking}, "", model.ErrInvalidPhase},
+		{"at a canary step, never paused", &model.Rollout{State: model.RolloutActive, Phase: model.PhaseAwaitingPromotion, Step: &step}, "", model.ErrInvalidPhase},
+		{"paused by an operator", &model.Rollout{State: model.RolloutPaused, Phase: model.PhasePaused, LastControl: model.ControlPause}, "", ""},
+		{"paused by its failure policy", &model.Rollout{State: model.RolloutPaused, Phase: model.PhasePaused}, "", ""},
+		{"walking after a resume", &model.Rollout{State: model.RolloutActive, Phase: model.PhaseWalking, LastControl: model.ControlResume}, "", ""},
+		{"walking, its pause not recorded yet", &model.Rollout{State: model.RolloutActive, Phase: model.PhaseWalking, LastControl: model.ControlPause}, "", ""},
+		{"reverting", &model.Rollout{State: model.RolloutCanceling, Phase: model.PhaseReverting}, model.ErrInvalidPhase, model.ErrInvalidPhase},
+		{"reverting, held by its revert failure", &model.Rollout{State: model.RolloutCanceling, Phase: model.PhaseReverting, RevertFailure: revertFailure},
+			model.ErrInvalidPhase, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, kind := range []string{model.ControlPause, model.ControlResume} {
+				want := map[string]model.ErrorType{model.ControlPause: c.pause, model.ControlResume: c.resume}[kind]
+				store, wf := &fakeStore{}, &fakeWorkflows{}
+				if c.rollout != nil {
+					r := *c.rollout
+					r.ProcessGUID = "web"
+					store.rollout = &r
+				}
+				s := lrps.NewService(store, nil, wf, zap.NewNop())
+				call := map[string]func(context.Context, string) (*model.Rollout, error){model.ControlPause: s.Pause, model.ControlResume: s.Resume}[kind]
+				r, err := call(t.Context(), "web")
+				if want != "" {
+					if !model.IsType(err, want) || r != nil || len(wf.calls) != 0 {
+						t.Fatalf("%s: %v (rollout %+v, calls %v), want %s and nothing sent", kind, err, r, wf.calls, want)
+					}
+					if want == model.ErrInvalidPhase && !strings.Contains(err.Error(), "in phase "+c.rollout.Phase) {
+						t.Fatalf("%s: %q does not name the phase %s", kind, err, c.rollout.Phase)
+					}
+					if store.rollout != nil && store.rollout.LastControl != c.rollout.LastControl {
+						t.Fatalf("%s refused but recorded %q", kind, store.rollout.LastControl)
+					}
+					return
+				}
+				if err != nil || r.LastControl != kind || !reflect.DeepEqual(wf.calls, []string{kind}) {
+					t.Fatalf("%s: %v (rollout %+v, calls %v)", kind, err, r, wf.calls)
+				}
+				// Repeated, it answers the same and sends the control again (the workflow
+				// changes nothing).
+				if _, err := call(t.Context(), "web"); err != nil || !reflect.DeepEqual(wf.calls, []string{kind, kind}) {
+					t.Fatalf("%s repeated: %v (calls %v)", kind, err, wf.calls)
+				}
+			}
+		})
+	}
+	if _, err := lrps.NewService(&fakeStore{}, nil, &fakeWorkflows{}, zap.NewNop()).Resume(t.Context(), "other"); !model.IsType(err, model.ErrResourceNotFound) {
+		t.Fatalf("resume of a missing LRP: %v", err)
+	}
+	if _, err := lrps.NewService(&fakeStore{}, nil, nil, zap.NewNop()).Pause(t.Context(), "web"); !model.IsType(err, model.ErrUnavailable) {
+		t.Fatalf("pause without rollouts: %v", err)
+	}
+}
+
+// A resume after a pause (the walk paused) and a resume repeated after it (the walk going on)
+// both answer; a pause after that resume is a pause again, and the resume after it too.
+func TestResumeRepeatedAfterAResumeThatTookEffect(t *testing.T) {
+	store, wf := &fakeStore{rollout: &model.Rollout{ProcessGUID: "web", State: model.RolloutActive, Phase: model.PhaseWalking}}, &fakeWorkflows{}
+	s := lrps.NewService(store, nil, wf, zap.NewNop())
+	expect := func(what string, err error, typ model.ErrorType) {
+		t.Helper()
+		if (typ == "" && err != nil) || (typ != "" && !model.IsType(err, typ)) {
+			t.Fatalf("%s: %v, want %q", what, err, typ)
+		}
+	}
+	_, err := s.Resume(t.Context(), "web")
+	expect("resume, never paused", err, model.ErrInvalidPhase)
+	_, err = s.Pause(t.Context(), "web")
+	expect("pause", err, "")
+	store.rollout.State, store.rollout.Phase = model.RolloutPaused, model.PhasePaused // the workflow records it
+	_, err = s.Resume(t.Context(), "web")
+	expect("resume", err, "")
+	store.rollout.State, store.rollout.Phase = model.RolloutActive, model.PhaseWalking
+	_, err = s.Resume(t.Context(), "web")
+	expect("resume repeated", err, "")
+	_, err = s.Pause(t.Context(), "web")
+	expect("pause again", err, "")
+	if store.rollout.LastControl != model.ControlPause {
+		t.Fatalf("last control %q after the second pause", store.rollout.LastControl)
+	}
+	want := []string{model.ControlPause, model.ControlResume, model.ControlResume, model.ControlPause}
+	if !reflect.DeepEqual(wf.calls, want) {
+		t.Fatalf("calls %v, want %v", wf.calls, want)
 	}
 }

@@ -112,6 +112,11 @@ type Rollout struct {
 	// Strategy is the rollout's strategy as resolved at its start (the update's over the
 	// LRP's over the server's); nil for a rollout started before strategies existed.
 	Strategy *RolloutStrategy `json:"strategy,omitempty"`
+	// LastControl is the last pause or resume the API accepted for this rollout
+	// (ControlPause, ControlResume; "" before any): what tells a resume repeated after one
+	// that took effect (answered 200) from a resume of a rollout never paused (InvalidPhase).
+	// The store's bookkeeping, not part of what the API reports.
+	LastControl string `json:"-"`
 }
 
 // RolloutStatesInProgress are the states of a rollout still under way: walking, paused

@@ -159,6 +159,9 @@ func (s *recordingStore) RemoveDesiredLRP(_ context.Context, guid string) (*db.R
 func (s *recordingStore) RolloutByProcessGUID(_ context.Context, guid string) (*model.Rollout, error) {
 	return nil, model.Errorf(model.ErrResourceNotFound, "no rollout of %q", guid)
 }
+func (s *recordingStore) RecordRolloutControl(_ context.Context, guid, _ string, _ func(*model.Rollout) error) (*model.Rollout, error) {
+	return nil, model.Errorf(model.ErrNoRolloutInProgress, "LRP %q has no rollout in progress", guid)
+}
 func (s *recordingStore) SetRolloutPace(_ context.Context, id string, n int32) (*model.Rollout, error) {
 	s.write(func() error {
 		if n < 1 {

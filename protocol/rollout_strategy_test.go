@@ -256,6 +256,8 @@ func TestRolloutControlsThroughTheProtocol(t *testing.T) {
 	if err := s.update("web", &pb.DesiredLRPUpdate{Definition: definitionOf(t, minimalDesiredLRP("web"), "v2")}); err != nil {
 		t.Fatal(err)
 	}
+	expect("resume while walking, never paused", s.control("resume", &pb.ResumeRolloutRequest{ProcessGuid: "web"}),
+		pb.Error_ResourceConflict, "is in phase walking, not paused")
 	for _, step := range []struct {
 		path string
 		req  proto.Message
@@ -263,6 +265,7 @@ func TestRolloutControlsThroughTheProtocol(t *testing.T) {
 		{"pause", &pb.PauseRolloutRequest{ProcessGuid: "web"}},
 		{"pause", &pb.PauseRolloutRequest{ProcessGuid: "web"}}, // repeated: the workflow changes nothing
 		{"resume", &pb.ResumeRolloutRequest{ProcessGuid: "web"}},
+		{"resume", &pb.ResumeRolloutRequest{ProcessGuid: "web"}}, // repeated after it took effect: nothing changes
 		{"set_pace", &pb.SetRolloutPaceRequest{ProcessGuid: "web", MaxInFlight: p(int32(4))}},
 	} {
 		if e := s.control(step.path, step.req); e != nil {
@@ -278,16 +281,28 @@ func TestRolloutControlsThroughTheProtocol(t *testing.T) {
 		t.Fatalf("abort: %v", e)
 	}
 
-	// Reverting (the row canceling): pause does not apply; resume changes nothing.
-	if _, err := s.store.DB().ExecContext(t.Context(), `UPDATE rollouts SET state = 'canceling'`); err != nil {
-		t.Fatal(err)
+	// Reverting (the row canceling): pause does not apply; a resume repeated after the one
+	// that took effect changes nothing; without one, only a revert its failure holds resumes.
+	exec := func(stmt string) {
+		t.Helper()
+		if _, err := s.store.DB().ExecContext(t.Context(), stmt); err != nil {
+			t.Fatal(err)
+		}
 	}
+	exec(`UPDATE rollouts SET state = 'canceling'`)
 	expect("pause while reverting", s.control("pause", &pb.PauseRolloutRequest{ProcessGuid: "web"}), pb.Error_ResourceConflict, "reverting")
 	if e := s.control("resume", &pb.ResumeRolloutRequest{ProcessGuid: "web"}); e != nil {
 		t.Fatalf("resume while reverting: %v", e)
 	}
-	want := []string{"start:web:v2", "control-pause:web:v2", "control-pause:web:v2", "control-resume:web:v2",
-		"control-set_pace:web:v2", "control-abort:web:v2", "control-resume:web:v2"}
+	exec(`UPDATE rollouts SET last_control = ''`)
+	expect("resume while reverting, never paused", s.control("resume", &pb.ResumeRolloutRequest{ProcessGuid: "web"}),
+		pb.Error_ResourceConflict, "is in phase reverting, not paused")
+	exec(`UPDATE rollouts SET revert_failure = '{"reason": "crash_loop", "kind": "app"}'`)
+	if e := s.control("resume", &pb.ResumeRolloutRequest{ProcessGuid: "web"}); e != nil {
+		t.Fatalf("resume of a held revert: %v", e)
+	}
+	want := []string{"start:web:v2", "control-pause:web:v2", "control-pause:web:v2", "control-resume:web:v2", "control-resume:web:v2",
+		"control-set_pace:web:v2", "control-abort:web:v2", "control-resume:web:v2", "control-resume:web:v2"}
 	if calls := s.rollouts.Calls(); !reflect.DeepEqual(calls, want) {
 		t.Fatalf("workflow calls = %v, want %v", calls, want)
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,14 +84,19 @@ var propertyOps = []op{
 }
 
 // control posts a rollout control; the refusals the contract allows are outcomes, any other
-// error fails the test.
+// error fails the test. A resume may be refused only as one of a rollout not paused (walking
+// or reverting, never paused or resumed), and its message must say so.
 func control(c *rolloutCluster, guid, name string, body map[string]any) string {
 	req := map[string]any{"process_guid": guid}
 	for k, v := range body {
 		req[k] = v
 	}
 	err := c.post("/v1/rollouts/"+name, req, nil)
-	return name + ": " + outcome(err, model.ErrNoRolloutInProgress, model.ErrInvalidPhase)
+	did := outcome(err, model.ErrNoRolloutInProgress, model.ErrInvalidPhase)
+	if name == "resume" && model.IsType(err, model.ErrInvalidPhase) && !strings.Contains(err.Error(), "not paused") {
+		panic(fmt.Sprintf("resume refused for another reason than a rollout not paused: %v", err))
+	}
+	return name + ": " + did
 }
 
 func outcome(err error, allowed ...model.ErrorType) string {

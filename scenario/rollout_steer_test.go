@@ -6,6 +6,7 @@ package scenario
 import (
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -223,4 +224,50 @@ func testRolloutPauseResume(t *testing.T) {
 		return c.rollout(guid).State == model.RolloutCompleted && c.allOn(guid, "v2", n)
 	})
 	s.finish(t)
+}
+
+// Pause and resume through the API (ROLLOUTS-NEXT.md section 3): a resume of a rollout that
+// walks and was never paused is refused with its phase; a pause holds the walk (repeated, 200),
+// a resume releases it, and a resume repeated once that one took effect answers 200 and
+// changes nothing: the walk goes on and completes.
+func testRolloutPauseResumeThroughTheAPI(t *testing.T) {
+	const n, guid = 4, "control-web"
+	c := newRolloutCluster(t, rolloutOptions{})
+	c.createDeployment(guid, n, "v1", simDefinition())
+	c.waitLRP(guid, "4 RUNNING on v1", 20*time.Second, func() bool { return c.allOn(guid, "v1", n) })
+	s := c.sample(guid, n)
+	c.updateDeployment(guid, "v2", simDefinition(env("SIM_START_DELAY_MS", "500"), env("VERSION", "2")))
+	body := map[string]string{"process_guid": guid}
+
+	err := c.post("/v1/rollouts/resume", body, nil)
+	expectAPIError(t, err, http.StatusConflict, model.ErrInvalidPhase)
+	if !strings.Contains(err.Error(), "walking, not paused") {
+		t.Fatalf("InvalidPhase must name the phase: %v", err)
+	}
+	c.mustPost("/v1/rollouts/pause", body, nil)
+	c.mustPost("/v1/rollouts/pause", body, nil) // repeated: 200, nothing changes
+	c.waitLRP(guid, "the walk to pause with nothing in flight", 20*time.Second, func() bool {
+		return c.progress(guid).State == model.RolloutPaused && len(c.progress(guid).InFlight) == 0 &&
+			c.rollout(guid).State == model.RolloutPaused
+	})
+	held := c.rollout(guid).UpdatedInstances
+	time.Sleep(time.Second) // a paused walk starts nothing
+	if r := c.rollout(guid); r.State != model.RolloutPaused || r.UpdatedInstances != held {
+		t.Fatalf("the walk moved while paused: %+v", r)
+	}
+
+	c.mustPost("/v1/rollouts/resume", body, nil)
+	c.waitLRP(guid, "the resumed walk to go on", 20*time.Second, func() bool { return c.rollout(guid).State != model.RolloutPaused })
+	if r := c.rollout(guid); r.State != model.RolloutActive {
+		t.Fatalf("the resumed rollout is %s before the resume is repeated (%+v)", r.State, r)
+	}
+	c.mustPost("/v1/rollouts/resume", body, nil) // repeated after it took effect: 200, nothing changes
+	if p := c.progress(guid); p.State != model.RolloutActive {
+		t.Fatalf("the repeated resume changed the walk: %+v", p)
+	}
+	c.waitLRP(guid, "the rollout to complete", 30*time.Second, func() bool {
+		return c.rollout(guid).State == model.RolloutCompleted && c.allOn(guid, "v2", n)
+	})
+	s.finish(t)
+	expectAPIError(t, c.post("/v1/rollouts/resume", body, nil), http.StatusConflict, model.ErrNoRolloutInProgress)
 }

@@ -31,6 +31,7 @@ func TestRollout(t *testing.T) {
 		{"DeleteDuringRollout", testRolloutDelete},
 		{"GroupsDuringRollout", testRolloutGroups},
 		{"PauseResume", testRolloutPauseResume},
+		{"PauseResumeThroughTheAPI", testRolloutPauseResumeThroughTheAPI},
 		{"CrashLoopReverts", testRolloutCrashLoopReverts},
 		{"FailureAtIndexThreeReverts", testRolloutFailureAtIndexThreeReverts},
 		{"NeverReadyReverts", testRolloutNeverReadyReverts},

@@ -1,0 +1,1 @@
+ALTER TABLE rollouts DROP COLUMN IF EXISTS last_control;
