@@ -144,6 +144,7 @@ func testRolloutAbortReverts(t *testing.T) {
 	c.mustPost("/v1/rollouts/abort", map[string]string{"process_guid": guid, "reason": "again"}, nil) // repeated: no change
 	r := c.waitEnded(guid, model.RolloutReverted, 30*time.Second)
 	checkFailure(t, r.Failure, model.FailureAborted, model.FailureOperator, -1)
+	c.waitListedInPhase(guid, model.PhaseReverted)
 	if r.Failure.Detail != "p99 doubled" {
 		t.Fatalf("failure detail %q", r.Failure.Detail)
 	}
@@ -319,6 +320,8 @@ func testRolloutCanarySteps(t *testing.T) {
 	c.waitLRP(guid, "the canary to await promotion", 20*time.Second, func() bool {
 		return c.rollout(guid).Phase == model.PhaseAwaitingPromotion
 	})
+	// The hold changes the phase alone: a fleet query by phase finds it.
+	c.waitListedInPhase(guid, model.PhaseAwaitingPromotion)
 	time.Sleep(500 * time.Millisecond) // held: nothing moves
 	r := c.rollout(guid)
 	if r.UpdatedInstances != 2 || r.Step == nil || *r.Step != 1 || r.StepsTotal != 2 || c.countOn(guid, "v2") != 2 {
@@ -326,6 +329,7 @@ func testRolloutCanarySteps(t *testing.T) {
 	}
 	c.mustPost("/v1/rollouts/promote", map[string]string{"process_guid": guid}, nil)
 	c.waitEnded(guid, model.RolloutCompleted, 30*time.Second)
+	c.waitListedInPhase(guid, model.PhaseCompleted)
 	c.waitLRP(guid, "every index on v2", 20*time.Second, func() bool { return c.allOn(guid, "v2", n) })
 	s.finish(t)
 }

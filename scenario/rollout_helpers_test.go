@@ -15,6 +15,7 @@ import (
 	"github.com/updatable-lrps/bbs/internal/testcluster"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/workflows"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 )
 
@@ -177,6 +178,28 @@ func (c *rolloutCluster) searchAttribute(guid, name string) string {
 		c.t.Fatal(err)
 	}
 	return s
+}
+
+// waitListedInPhase waits until a fleet query by RolloutPhase — what an operator runs,
+// `temporal workflow list --query "RolloutPhase='reverting'"`, narrowed to the LRP's
+// workflow: the dev server is shared — lists the LRP's rollout workflow (visibility follows
+// the workflow's upserts within a moment).
+func (c *rolloutCluster) waitListedInPhase(guid, phase string) {
+	c.t.Helper()
+	query := fmt.Sprintf("%s = '%s' AND %s = '%s'", workflows.SearchAttrRolloutPhase.GetName(), phase,
+		workflows.SearchAttrProcessGUID.GetName(), guid)
+	c.waitLRP(guid, "a list by "+query+" to find the rollout", 10*time.Second, func() bool {
+		resp, err := c.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+		if err != nil {
+			c.t.Fatalf("list %s: %v", query, err)
+		}
+		for _, e := range resp.GetExecutions() {
+			if e.GetExecution().GetWorkflowId() == model.RolloutWorkflowID(guid) {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // instanceOf is the ORDINARY instance of def at index, or nil.

@@ -254,8 +254,10 @@ const LegacyRolloutWorkflowType = "RolloutWorkflow"
 // Changes to it must keep the recorded histories replaying (rollout_replay_test.go): a
 // change to the commands it issues goes behind r.versioned (workflow.GetVersion in a run of
 // the legacy type). Versioned so far: "final-progress", "rollback-without-definition",
-// "cancel-after-the-end" and "cancel-walks-every-index-off". The worker registers it under
-// RolloutWorkflowType and under its legacy name.
+// "cancel-after-the-end" and "cancel-walks-every-index-off". The RolloutPhase upserts go
+// behind the start's search attributes instead, and those of the phase alone behind
+// "phase-only-upserts" in runs of both types (SearchAttrRolloutPhase). The worker registers
+// it under RolloutWorkflowType and under its legacy name.
 func RolloutWorkflow(ctx workflow.Context, in RolloutInput) (RolloutOutput, error) {
 	r := newRollout(ctx, in)
 	if err := workflow.SetQueryHandler(ctx, QueryProgress, r.queryProgress); err != nil {
@@ -340,6 +342,10 @@ type rollout struct {
 
 	searchable bool
 	shown      [2]string // state and target of the last search attribute upsert
+	// phased says the run shows its phase as RolloutPhase (its start carried it, see
+	// SearchAttrRolloutPhase); shownPhase is the phase it shows.
+	phased     bool
+	shownPhase string
 	// current says the run is of RolloutWorkflowType, not of the legacy type.
 	current bool
 }
@@ -372,6 +378,7 @@ func newRollout(ctx workflow.Context, in RolloutInput) *rollout {
 		abortCh:     workflow.GetSignalChannel(ctx, SignalAbort),
 		promoteCh:   workflow.GetSignalChannel(ctx, SignalPromote),
 		searchable:  workflow.GetTypedSearchAttributes(ctx).ContainsKey(SearchAttrProcessGUID),
+		phased:      workflow.GetTypedSearchAttributes(ctx).ContainsKey(SearchAttrRolloutPhase),
 		current:     workflow.GetInfo(ctx).WorkflowType.Name == RolloutWorkflowType,
 	}
 	if r.current {
@@ -380,6 +387,7 @@ func newRollout(ctx workflow.Context, in RolloutInput) *rollout {
 		state, _ := sa.GetKeyword(SearchAttrRolloutState)
 		target, _ := sa.GetKeyword(SearchAttrToDefinition)
 		r.shown = [2]string{state, target}
+		r.shownPhase, _ = sa.GetKeyword(SearchAttrRolloutPhase)
 	}
 	// Every step runs in a context that a Temporal cancellation does not cancel: such a
 	// cancellation is handled as the cancel signal, whose walk back must still run

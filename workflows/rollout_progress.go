@@ -108,24 +108,57 @@ func (r *rollout) publish() {
 		details += "\n\nthe revert failed in turn, paused for a human: " + failureText(f)
 	}
 	workflow.SetCurrentDetails(r.ctx, details)
-	if !r.searchable || r.shown == [2]string{p.State, r.in.ToDefinitionID} {
+	// A run without RolloutPhase upserts only when its state or target changes, as every
+	// run did before the phase was shown (and as its recorded history says).
+	phase := r.rolloutPhase()
+	same := r.shown == [2]string{p.State, r.in.ToDefinitionID}
+	if !r.searchable || same && (!r.phased || r.shownPhase == phase || !r.phaseOnlyUpserts()) {
 		return
 	}
 	r.shown = [2]string{p.State, r.in.ToDefinitionID}
-	r.upsert(p.State)
+	r.upsert(p.State, phase)
 }
 
-func (r *rollout) upsert(state string) {
+// phaseOnlyUpserts says whether the run upserts a change of its phase alone, its state and
+// target as they were: a canary step's hold and its end (without canary steps the phase
+// follows the state). A worker from before RolloutPhase upserted no such change, and during
+// an upgrade it may walk part of a run that an upgraded API started with RolloutPhase: a
+// worker of this version replaying that history must not issue upserts it lacks. So the run
+// asks workflow.GetVersion, once, at its first such change (a marker and an upsert of
+// TemporalChangeVersion, in runs with canary steps only): on a history without the marker
+// the run shows its phase only with its state, as that worker did.
+func (r *rollout) phaseOnlyUpserts() bool {
+	return workflow.GetVersion(r.ctx, "phase-only-upserts", workflow.DefaultVersion, 1) == 1
+}
+
+// rolloutPhase is where the rollout stands in the contract's words, as its row says
+// (db's rolloutRow.model): the canary phase while it walks forward with canary steps, else
+// its state's (model.RolloutPhaseOf).
+func (r *rollout) rolloutPhase() string {
+	if p := r.canaryPhase(); p != "" {
+		return p
+	}
+	return model.RolloutPhaseOf(r.phase.state())
+}
+
+// upsert shows the rollout's search attributes: its state, and its phase in a run that
+// shows it (r.phased).
+func (r *rollout) upsert(state, phase string) {
 	if !r.searchable {
 		return
 	}
-	err := workflow.UpsertTypedSearchAttributes(r.ctx,
+	attrs := []temporal.SearchAttributeUpdate{
 		SearchAttrProcessGUID.ValueSet(r.in.ProcessGUID),
 		SearchAttrDomain.ValueSet(r.in.Domain),
 		SearchAttrFromDefinition.ValueSet(r.in.FromDefinitionID),
 		SearchAttrToDefinition.ValueSet(r.in.ToDefinitionID),
-		SearchAttrRolloutState.ValueSet(state))
-	if err != nil {
+		SearchAttrRolloutState.ValueSet(state),
+	}
+	if r.phased {
+		attrs = append(attrs, SearchAttrRolloutPhase.ValueSet(phase))
+		r.shownPhase = phase
+	}
+	if err := workflow.UpsertTypedSearchAttributes(r.ctx, attrs...); err != nil {
 		workflow.GetLogger(r.ctx).Warn("upsert search attributes", "error", err)
 	}
 }
@@ -166,7 +199,7 @@ func (r *rollout) finish(state, reason string) (RolloutOutput, error) {
 // ended shows the rollout's end in the Web UI and returns the workflow's output.
 func (r *rollout) ended(state, reason string) RolloutOutput {
 	workflow.SetCurrentDetails(r.ctx, fmt.Sprintf("**%s** %s → `%s` %s", state, r.in.FromDefinitionID, r.in.ToDefinitionID, reason))
-	r.upsert(state)
+	r.upsert(state, model.RolloutPhaseOf(state))
 	r.shown = [2]string{state, r.in.ToDefinitionID}
 	return RolloutOutput{RolloutID: r.in.RolloutID, State: state, Reason: reason,
 		Updated: r.walked.Updated, GivenUp: r.walked.GivenUp}

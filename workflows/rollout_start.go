@@ -2,11 +2,14 @@ package workflows
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/updatable-lrps/bbs/model"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 )
@@ -21,7 +24,69 @@ var (
 	SearchAttrFromDefinition = temporal.NewSearchAttributeKeyKeyword("FromDefinition")
 	SearchAttrToDefinition   = temporal.NewSearchAttributeKeyKeyword("ToDefinition")
 	SearchAttrRolloutState   = temporal.NewSearchAttributeKeyKeyword("RolloutState")
+	// SearchAttrRolloutPhase is the rollout's phase in the contract's words (model.Phase*,
+	// ROLLOUTS-NEXT.md section 2), for fleet queries such as
+	// `temporal workflow list --query "RolloutPhase='reverting'"`: upserted whenever it
+	// changes (canary → awaiting_promotion → walking, paused, reverting) and at the end.
+	//
+	// Only a run whose start carried it upserts it (rollout.phased), for two reasons. A
+	// replay compares an upsert command with its event by type alone, not by its attributes,
+	// but the count and the order of commands must match: a run recorded before it existed
+	// must not issue the upserts of phases that leave its state as it was (nor take a marker
+	// for them, see rollout.phaseOnlyUpserts). And a server where it is not registered fails
+	// the workflow task of any upsert naming it, again and again: a BBS upgraded before its
+	// server registered it starts its rollouts without it (startRollout, on the server's
+	// refusal), and they run as before, showing no phase.
+	SearchAttrRolloutPhase = temporal.NewSearchAttributeKeyKeyword("RolloutPhase")
 )
+
+// startPhase is the phase a rollout starts in, as its run computes it (rollout.rolloutPhase)
+// for a fresh start the row says is active: the start shows it, so the run need not upsert it.
+func startPhase(in RolloutInput) string {
+	if len(in.Canary) > 0 {
+		return model.PhaseCanary
+	}
+	return model.PhaseWalking
+}
+
+// startAttributes are the search attributes a rollout's workflow starts with; phase says
+// whether RolloutPhase is one of them.
+func startAttributes(in RolloutInput, phase bool) temporal.SearchAttributes {
+	attrs := []temporal.SearchAttributeUpdate{
+		SearchAttrProcessGUID.ValueSet(in.ProcessGUID),
+		SearchAttrDomain.ValueSet(in.Domain),
+		SearchAttrFromDefinition.ValueSet(in.FromDefinitionID),
+		SearchAttrToDefinition.ValueSet(in.ToDefinitionID),
+		SearchAttrRolloutState.ValueSet(model.RolloutActive),
+	}
+	if phase {
+		attrs = append(attrs, SearchAttrRolloutPhase.ValueSet(startPhase(in)))
+	}
+	return temporal.NewSearchAttributes(attrs...)
+}
+
+// startRollout runs start (a start, or a signal-with-start, of the rollout's workflow) with
+// RolloutPhase among the search attributes, and, should the server refuse that attribute as
+// undefined (registered after the BBS was upgraded), once more without it: the run then shows
+// no phase (see SearchAttrRolloutPhase).
+func startRollout(taskQueue string, in RolloutInput, start func(client.StartWorkflowOptions) error) error {
+	opts := rolloutStartOptions(taskQueue, in)
+	err := start(opts)
+	if undefinedAttribute(err, SearchAttrRolloutPhase.GetName()) {
+		opts.TypedSearchAttributes = startAttributes(in, false)
+		err = start(opts)
+	}
+	return err
+}
+
+// undefinedAttribute says whether err is the server's refusal of the search attribute name:
+// not registered ("Namespace default has no mapping defined for search attribute
+// RolloutPhase" with SQL visibility, "search attribute RolloutPhase is not defined" with
+// Elasticsearch), or registered with another type.
+func undefinedAttribute(err error, name string) bool {
+	var invalid *serviceerror.InvalidArgument
+	return errors.As(err, &invalid) && strings.Contains(invalid.Error(), "search attribute "+name)
+}
 
 func rolloutStartOptions(taskQueue string, in RolloutInput) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
@@ -33,13 +98,7 @@ func rolloutStartOptions(taskQueue string, in RolloutInput) client.StartWorkflow
 		// An LRP has many rollouts over its life, one after another.
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		StaticSummary:         fmt.Sprintf("%s %s: `%s` → `%s`", in.Kind, in.ProcessGUID, in.FromDefinitionID, in.ToDefinitionID),
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			SearchAttrProcessGUID.ValueSet(in.ProcessGUID),
-			SearchAttrDomain.ValueSet(in.Domain),
-			SearchAttrFromDefinition.ValueSet(in.FromDefinitionID),
-			SearchAttrToDefinition.ValueSet(in.ToDefinitionID),
-			SearchAttrRolloutState.ValueSet(model.RolloutActive),
-		),
+		TypedSearchAttributes: startAttributes(in, true),
 	}
 }
 
@@ -47,11 +106,18 @@ func rolloutStartOptions(taskQueue string, in RolloutInput) client.StartWorkflow
 // idempotent start), and returns its run id. The rollout row must already exist (the API
 // writes it in the same transaction as the new definition).
 func StartRollout(ctx context.Context, c client.Client, taskQueue string, in RolloutInput) (string, error) {
-	run, err := c.ExecuteWorkflow(ctx, rolloutStartOptions(taskQueue, in), RolloutWorkflowType, in)
+	var runID string
+	err := startRollout(taskQueue, in, func(opts client.StartWorkflowOptions) error {
+		run, err := c.ExecuteWorkflow(ctx, opts, RolloutWorkflowType, in)
+		if err == nil {
+			runID = run.GetRunID()
+		}
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("start rollout of %s: %w", in.ProcessGUID, err)
 	}
-	return run.GetRunID(), nil
+	return runID, nil
 }
 
 // SupersedeRollout hands a new rollout (in) to the LRP's running rollout workflow, which
@@ -61,8 +127,10 @@ func SupersedeRollout(ctx context.Context, c client.Client, taskQueue string, in
 	sig := SupersedeSignal{RolloutID: in.RolloutID, ToDefinitionID: in.ToDefinitionID, Kind: in.Kind,
 		FromDefinitionID: in.FromDefinitionID, MaxInFlight: in.MaxInFlight, IndexDeadline: in.IndexDeadline, Failure: in.Failure,
 		MinReady: in.MinReady, ProgressDeadline: in.ProgressDeadline, Canary: in.Canary}
-	_, err := c.SignalWithStartWorkflow(ctx, model.RolloutWorkflowID(in.ProcessGUID), SignalSupersede, sig,
-		rolloutStartOptions(taskQueue, in), RolloutWorkflowType, in)
+	err := startRollout(taskQueue, in, func(opts client.StartWorkflowOptions) error {
+		_, err := c.SignalWithStartWorkflow(ctx, model.RolloutWorkflowID(in.ProcessGUID), SignalSupersede, sig, opts, RolloutWorkflowType, in)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("supersede rollout of %s: %w", in.ProcessGUID, err)
 	}
@@ -82,8 +150,10 @@ func SignalRollout(ctx context.Context, c client.Client, guid, name string) erro
 // if no run is under way (the API may have died between committing the rollout and starting
 // its workflow): the started run then walks back at once.
 func CancelRollout(ctx context.Context, c client.Client, taskQueue string, in RolloutInput) error {
-	_, err := c.SignalWithStartWorkflow(ctx, model.RolloutWorkflowID(in.ProcessGUID), SignalCancel, nil,
-		rolloutStartOptions(taskQueue, in), RolloutWorkflowType, in)
+	err := startRollout(taskQueue, in, func(opts client.StartWorkflowOptions) error {
+		_, err := c.SignalWithStartWorkflow(ctx, model.RolloutWorkflowID(in.ProcessGUID), SignalCancel, nil, opts, RolloutWorkflowType, in)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("cancel rollout of %s: %w", in.ProcessGUID, err)
 	}

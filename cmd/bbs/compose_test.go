@@ -186,3 +186,31 @@ func TestComposeTemporalDynamicConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestComposeSearchAttributes checks that the compose stack's temporal-admin-tools registers
+// every search attribute our workflows set (temporaldev.SearchAttributes, which the dev
+// servers and make cluster's get), as Keyword, the one type it creates.
+func TestComposeSearchAttributes(t *testing.T) {
+	compose := readCompose(t)
+	svc, ok := compose.Services["temporal-admin-tools"]
+	if !ok || len(svc.Command) == 0 {
+		t.Fatal("docker-compose.yml has no temporal-admin-tools command")
+	}
+	m := regexp.MustCompile(`(?m)^\s*attrs="([^"]*)"`).FindStringSubmatch(svc.Command[0])
+	if m == nil {
+		t.Fatalf("temporal-admin-tools sets no attrs=\"...\":\n%s", svc.Command[0])
+	}
+	got := strings.Fields(m[1])
+	slices.Sort(got)
+	var want []string
+	for name, kind := range temporaldev.SearchAttributes {
+		if kind != "Keyword" {
+			t.Errorf("search attribute %s is a %s: temporal-admin-tools creates only Keyword ones", name, kind)
+		}
+		want = append(want, name)
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("temporal-admin-tools registers %v, want temporaldev.SearchAttributes %v", got, want)
+	}
+}

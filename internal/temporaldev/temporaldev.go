@@ -21,15 +21,17 @@ import (
 	"github.com/updatable-lrps/bbs/internal/gctune"
 )
 
-// SearchAttributes are the custom search attributes of our workflows, registered at start so
-// that operators can find rollouts in the Web UI (and so that starting a rollout, which sets
-// them, does not fail).
+// SearchAttributes are the custom search attributes of our workflows (workflows.SearchAttr*),
+// registered at start so that operators can find rollouts in the Web UI (and so that starting
+// a rollout, which sets them, does not fail). clusterstack registers the same on `make
+// cluster`'s server, docker-compose.yml's temporal-admin-tools on the compose stack's.
 var SearchAttributes = map[string]string{
 	"ProcessGuid":    "Keyword",
 	"Domain":         "Keyword",
 	"FromDefinition": "Keyword",
 	"ToDefinition":   "Keyword",
 	"RolloutState":   "Keyword",
+	"RolloutPhase":   "Keyword",
 }
 
 // DynamicConfig is the server configuration every Temporal server we start gets, as
@@ -77,6 +79,9 @@ type Config struct {
 	LogFile string
 	// LogLevel is the server's log level; "" means warn.
 	LogLevel string
+	// SearchAttributes replaces SearchAttributes when not nil: for a test of a server that
+	// lacks some (one set up before a BBS upgrade added them).
+	SearchAttributes map[string]string
 }
 
 // Server is a running dev server.
@@ -186,8 +191,12 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		args = append(args, "--db-filename", cfg.DBFile)
 	}
-	for _, name := range slices.Sorted(maps.Keys(SearchAttributes)) {
-		args = append(args, "--search-attribute", name+"="+SearchAttributes[name])
+	attrs := SearchAttributes
+	if cfg.SearchAttributes != nil {
+		attrs = cfg.SearchAttributes
+	}
+	for _, name := range slices.Sorted(maps.Keys(attrs)) {
+		args = append(args, "--search-attribute", name+"="+attrs[name])
 	}
 	cmd := exec.Command(cfg.Bin, args...)
 	cmd.Env = gctune.Env(os.Environ())

@@ -41,12 +41,13 @@ type server struct {
 	client client.Client
 }
 
-func start(t testing.TB) (*server, error) {
+// start starts a dev server with the search attributes attrs (nil: temporaldev's).
+func start(t testing.TB, attrs map[string]string) (*server, error) {
 	bin := Bin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// BBS_TEST_TEMPORAL_LOG keeps the server's warnings in a file (a run that misbehaves).
-	cfg := temporaldev.Config{Bin: bin, LogLevel: "error"}
+	cfg := temporaldev.Config{Bin: bin, LogLevel: "error", SearchAttributes: attrs}
 	if f := os.Getenv("BBS_TEST_TEMPORAL_LOG"); f != "" {
 		cfg.LogFile, cfg.LogLevel = f, "warn"
 	}
@@ -92,7 +93,15 @@ func (s *server) stop() {
 // it: for tests of server-wide things (a schedule's id, a namespace's search attributes).
 func New(t testing.TB) client.Client {
 	t.Helper()
-	s, err := start(t)
+	return NewWithSearchAttributes(t, nil)
+}
+
+// NewWithSearchAttributes is New with the search attributes attrs registered instead of
+// temporaldev.SearchAttributes: a server that lacks some, as one set up before a BBS upgrade
+// added them.
+func NewWithSearchAttributes(t testing.TB, attrs map[string]string) client.Client {
+	t.Helper()
+	s, err := start(t, attrs)
 	if err != nil {
 		t.Fatalf("start the Temporal dev server: %v", err)
 	}
@@ -113,7 +122,7 @@ func Shared(t testing.TB) client.Client {
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if shared.srv == nil {
-		s, err := start(t)
+		s, err := start(t, nil)
 		if err != nil {
 			t.Fatalf("start the shared Temporal dev server: %v", err)
 		}
