@@ -348,6 +348,8 @@ type rollout struct {
 	shownPhase string
 	// current says the run is of RolloutWorkflowType, not of the legacy type.
 	current bool
+	// engineAsked says oneEngine has asked GetVersion in this run.
+	engineAsked bool
 }
 
 func newRollout(ctx workflow.Context, in RolloutInput) *rollout {

@@ -172,5 +172,5 @@ func TestRolloutOnAServerWithoutRolloutPhase(t *testing.T) {
 			}
 		},
 	}
-	recordScenario(t, c, "", sc, false)
+	recordScenario(t, c, "", sc, bySteps)
 }

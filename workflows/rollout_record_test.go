@@ -363,31 +363,46 @@ func TestRecordRolloutHistories(t *testing.T) {
 		if !only.MatchString(sc.name) {
 			continue
 		}
-		t.Run(sc.name, func(t *testing.T) { recordScenario(t, c, dir, sc, false) })
-		t.Run(sc.name+"_runs", func(t *testing.T) { recordScenario(t, c, dir, sc, true) })
+		for _, m := range []walkMode{bySteps, byRuns, byOneEngine} {
+			t.Run(sc.name+m.suffix(), func(t *testing.T) { recordScenario(t, c, dir, sc, m) })
+		}
 	}
 }
 
-// TestRolloutRunScenarios plays every recording scenario with index runs (RolloutInput.Runs)
-// on a real dev server, with the real activities over an in-memory store: cancels, pauses,
+// walkMode is how a recording scenario's rollout walks.
+type walkMode int
+
+const (
+	bySteps     walkMode = iota // an activity and a workflow task per index
+	byRuns                      // index runs for the forward walk at a pace of one (RolloutInput.Runs)
+	byOneEngine                 // index runs for every walk (RolloutInput.WalkByRuns)
+)
+
+// suffix names a scenario's histories in mode m.
+func (m walkMode) suffix() string {
+	return [...]string{"", "_runs", "_walk"}[m]
+}
+
+// TestRolloutRunScenarios plays every recording scenario with index runs (RolloutInput.Runs,
+// and WalkByRuns: the one walk engine) on a real dev server, with the real activities over an in-memory store: cancels, pauses,
 // rollbacks, supersedes, a given-up index and continues-as-new, each stopping a run in
 // flight or following one.
 func TestRolloutRunScenarios(t *testing.T) {
 	c := temporaltest.New(t)
 	for _, sc := range recordingScenarios {
-		t.Run(sc.name, func(t *testing.T) { recordScenario(t, c, "", sc, true) })
+		for _, m := range []walkMode{byRuns, byOneEngine} {
+			t.Run(sc.name+m.suffix(), func(t *testing.T) { recordScenario(t, c, "", sc, m) })
+		}
 	}
 }
 
-// recordScenario plays sc, with index runs if runs says so, and records its histories into
-// dir (unless empty) as <name>.json, or <name>_runs.json.
-func recordScenario(t *testing.T, c client.Client, dir string, sc recordingScenario, runs bool) {
+// recordScenario plays sc, walking as m says, and records its histories into dir (unless
+// empty) as <name><m.suffix()>.json.
+func recordScenario(t *testing.T, c client.Client, dir string, sc recordingScenario, m walkMode) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	name := sc.name
-	if runs {
-		name += "_runs"
-	}
+	name := sc.name + m.suffix()
+	runs := m != bySteps
 	guid := "app-" + name
 	waiter := &memWaiter{subs: map[chan struct{}]struct{}{}}
 	store := &memStore{instances: sc.instances, healthy: "def1", lrps: map[string]model.ActualLRP{}, states: map[string]string{},
@@ -414,7 +429,7 @@ func recordScenario(t *testing.T, c client.Client, dir string, sc recordingScena
 	if sc.in != nil {
 		sc.in(&in)
 	}
-	in.Runs = runs
+	in.Runs, in.WalkByRuns = runs, m == byOneEngine
 	runID, err := workflows.StartRollout(ctx, c, queue, in)
 	if err != nil {
 		t.Fatal(err)

@@ -25,17 +25,34 @@ import (
 // inRuns says whether the walk's next index goes to an index run: every one with
 // WalkByRuns; before it, the forward walk's at a pace of one.
 func (r *rollout) inRuns() bool {
-	if r.in.WalkByRuns {
+	if r.in.Runs && r.in.MaxInFlight == 1 && !r.phase.back() {
 		return true
 	}
-	return r.in.Runs && r.in.MaxInFlight == 1 && !r.phase.back()
+	return r.oneEngine()
+}
+
+// oneEngine says whether the run walks by WalkByRuns. A worker of the version before ignores
+// the field, and a rollout started by a newer API may be walked by one during a deploy: the
+// run asks workflow.GetVersion the first time the two versions would issue different
+// commands (a walk back, a pace above one, a pause or a new pace reaching a run), so that a
+// history such a worker began replays here as it began — and goes on by the one engine only
+// where the history has the marker. A plain forward walk at a pace of one never asks: both
+// versions walk it the same. The answer is kept in the input, for the runs that continue
+// this one.
+func (r *rollout) oneEngine() bool {
+	if !r.in.WalkByRuns || r.engineAsked {
+		return r.in.WalkByRuns
+	}
+	r.engineAsked = true
+	r.in.WalkByRuns = workflow.GetVersion(r.ctx, "walk-by-runs", workflow.DefaultVersion, 1) == 1
+	return r.in.WalkByRuns
 }
 
 // startRun starts an index run from index i: forward up from it, or (walking back) down the
 // replaced indices.
 func (r *rollout) startRun(i int32) {
 	s := &step{index: i, def: r.in.ToDefinitionID, run: true, rolloutID: r.in.RolloutID}
-	if r.in.WalkByRuns && r.phase.back() {
+	if r.phase.back() && r.oneEngine() {
 		s.back, s.def = true, r.in.FromDefinitionID
 	}
 	r.counted, r.ranToEnd = false, false
@@ -70,11 +87,8 @@ func (r *rollout) walkRun(ctx workflow.Context, s *step) stepResult {
 	in.Failures, in.MaxCrashes = r.awaitFailures()
 	in.MinReady = r.in.MinReady
 	if r.in.WalkByRuns {
-		if ctx.Err() != nil {
-			return r.stopRun(dctx, s) // interrupted while it opened
-		}
 		s.fence, s.limit = open.Fence, r.runLimit()
-		if s.limit == 0 {
+		if s.limit == 0 && r.oneEngine() {
 			// Paused while it opened: nothing starts until a resume starts another run.
 			return stepResult{out: outUpdated, run: &activities.WalkRunOutput{Next: s.index}}
 		}
@@ -125,7 +139,7 @@ func (r *rollout) runLimit() int {
 // a pause stopped a run of the version before WalkByRuns: its one index then finishes as a
 // step.
 func (r *rollout) stopRun(ctx workflow.Context, s *step) stepResult {
-	if r.in.WalkByRuns {
+	if r.oneEngine() {
 		var st activities.StopRunOutput
 		in := activities.StopRunRetiringInput{RolloutID: s.rolloutID, ProcessGUID: r.in.ProcessGUID, DefinitionID: s.def}
 		if err := r.local(ctx, in, acts.StopRunRetiring, &st); err != nil {
@@ -259,11 +273,15 @@ func (r *rollout) backRunDone(res stepResult) {
 // or set_pace gives it the pace (more start at once). A run stopped meanwhile ignores it.
 // Runs of the version before are stopped instead (stopIndexRuns).
 func (r *rollout) steerRuns() {
-	if !r.in.WalkByRuns {
+	want := r.runLimit()
+	steer := slices.ContainsFunc(r.inFlight, func(s *step) bool { return s.run && s.fence != 0 && s.limit != want })
+	if !steer && !r.phase.held() && r.in.MaxInFlight == 1 {
+		return // neither version has anything to do
+	}
+	if !r.oneEngine() {
 		r.stopIndexRuns()
 		return
 	}
-	want := r.runLimit()
 	for _, s := range r.inFlight {
 		if !s.run || s.fence == 0 || s.limit == want {
 			continue
