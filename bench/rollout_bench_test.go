@@ -6,7 +6,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -152,7 +151,7 @@ const (
 // and every index's time — desire the new instance, place it, the cell claims and starts it,
 // the wait sees it RUNNING, retire the old one — is read from the store's events.
 func BenchmarkRolloutStep50(b *testing.B) {
-	c := testcluster.New(b, testcluster.Options{Cells: 10, Zones: 2, TemporalClient: temporaltest.New(b), StepwiseRollouts: stepwise(b),
+	c := testcluster.New(b, testcluster.Options{Cells: 10, Zones: 2, TemporalClient: temporaltest.New(b),
 		Capacity:      model.CellCapacity{MemoryMB: 8192, DiskMB: 8192, Containers: 100},
 		CellHeartbeat: cellHeartbeat, CellPoll: cellPoll})
 	var all []time.Duration
@@ -198,22 +197,6 @@ func BenchmarkRolloutStep50(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// stepwise says whether BENCH_ROLLOUT_WALK asks for the stepwise walk (steps) rather than
-// index runs (runs, the default), for a comparison on the same build.
-func stepwise(b *testing.B) bool {
-	switch w := os.Getenv("BENCH_ROLLOUT_WALK"); w {
-	case "", "runs":
-		b.Log("rollouts walk in index runs (BENCH_ROLLOUT_WALK=steps for the stepwise walk)")
-		return false
-	case "steps":
-		b.Log("rollouts walk by steps (BENCH_ROLLOUT_WALK=steps)")
-		return true
-	default:
-		b.Fatalf("BENCH_ROLLOUT_WALK=%q: want runs or steps", w)
-		return false
-	}
-}
-
 // BenchmarkThousandRollouts starts 1,000 rollouts of 4-instance LRPs at once and reports the
 // index steps completed per second until all have finished. Throughout, every LRP's
 // instances are sampled (one statement over the whole fleet, every 25 ms) and the rollouts
@@ -221,7 +204,7 @@ func stepwise(b *testing.B) bool {
 // retiring.
 func BenchmarkThousandRollouts(b *testing.B) {
 	const lrps, perLRP = 1000, 4
-	c := testcluster.New(b, testcluster.Options{Cells: 40, Zones: 2, TemporalClient: temporaltest.New(b), StepwiseRollouts: stepwise(b),
+	c := testcluster.New(b, testcluster.Options{Cells: 40, Zones: 2, TemporalClient: temporaltest.New(b),
 		Capacity:      model.CellCapacity{MemoryMB: 16384, DiskMB: 16384, Containers: 250},
 		CellHeartbeat: cellHeartbeat, CellPoll: cellPoll})
 	for i := 0; i < b.N; i++ {

@@ -13,7 +13,7 @@ import (
 // strategyCluster is the cluster of the strategy benchmarks: room for 110 instances on
 // each of 10 cells.
 func strategyCluster(b *testing.B) *testcluster.Cluster {
-	return testcluster.New(b, testcluster.Options{Cells: 10, Zones: 2, TemporalClient: temporaltest.New(b), StepwiseRollouts: stepwise(b),
+	return testcluster.New(b, testcluster.Options{Cells: 10, Zones: 2, TemporalClient: temporaltest.New(b),
 		Capacity:      model.CellCapacity{MemoryMB: 8192, DiskMB: 8192, Containers: 110},
 		CellHeartbeat: cellHeartbeat, CellPoll: cellPoll})
 }

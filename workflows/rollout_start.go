@@ -168,9 +168,6 @@ type RolloutClient struct {
 	// MaxInFlight and IndexDeadline tune every rollout started; zero takes the defaults.
 	MaxInFlight   int
 	IndexDeadline time.Duration
-	// Stepwise walks every index with an activity and a workflow task of its own, as before
-	// index runs (RolloutInput.Runs, the default) existed.
-	Stepwise bool
 }
 
 // Input is the workflow input of a rollout row: its pace is the row's resolved strategy, or,
@@ -182,7 +179,7 @@ func (rc *RolloutClient) Input(r *model.Rollout, domain string) RolloutInput {
 	}
 	return RolloutInput{RolloutID: r.ID, ProcessGUID: r.ProcessGUID, Domain: domain,
 		FromDefinitionID: r.FromDefinitionID, ToDefinitionID: r.ToDefinitionID, Kind: r.Kind,
-		MaxInFlight: r.Strategy.MaxInFlightOr(rc.MaxInFlight), IndexDeadline: deadline, Runs: !rc.Stepwise, WalkByRuns: !rc.Stepwise,
+		MaxInFlight: r.Strategy.MaxInFlightOr(rc.MaxInFlight), IndexDeadline: deadline, Runs: true, WalkByRuns: true,
 		Failure: failurePolicy(r.Strategy), MinReady: millis(r.Strategy, func(s *model.RolloutStrategy) *int64 { return s.MinReadyMS }),
 		ProgressDeadline: millis(r.Strategy, func(s *model.RolloutStrategy) *int64 { return s.ProgressDeadlineMS }),
 		Canary:           canarySteps(r.Strategy)}

@@ -45,22 +45,17 @@ func (t temporalFlags) config() (system.TemporalConfig, error) {
 type rolloutFlags struct {
 	maxInFlight   int
 	indexDeadline time.Duration
-	walk          string
 }
 
 // register registers the --rollout-* flags on fs.
 func (r *rolloutFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&r.maxInFlight, "rollout-max-in-flight", boot.EnvInt("BBS_ROLLOUT_MAX_IN_FLIGHT", 1), "the default max_in_flight of rollout strategies: indices a rollout replaces at once (1 as in Cloud Foundry) [BBS_ROLLOUT_MAX_IN_FLIGHT]")
-	fs.StringVar(&r.walk, "rollout-walk", boot.EnvOr("BBS_ROLLOUT_WALK", "runs"), "how a rollout walks its indices: runs (one activity walks index after index) or steps (an activity per index) [BBS_ROLLOUT_WALK]")
 	fs.DurationVar(&r.indexDeadline, "rollout-index-deadline", boot.EnvDuration("BBS_ROLLOUT_INDEX_DEADLINE", workflows.DefaultIndexDeadline), "the default index_deadline_ms of rollout strategies: how long a new instance may take to be RUNNING and ready before its index has failed [BBS_ROLLOUT_INDEX_DEADLINE]")
 }
 
 // options are the rollout options the flags make.
 func (r rolloutFlags) options() (system.RolloutOptions, error) {
-	if r.walk != "runs" && r.walk != "steps" {
-		return system.RolloutOptions{}, fmt.Errorf("--rollout-walk %q: want runs or steps", r.walk)
-	}
-	return system.RolloutOptions{MaxInFlight: r.maxInFlight, IndexDeadline: r.indexDeadline, Stepwise: r.walk == "steps"}, nil
+	return system.RolloutOptions{MaxInFlight: r.maxInFlight, IndexDeadline: r.indexDeadline}, nil
 }
 
 // protocolListenFlag registers --bbs-listen, where the BBS's own protocol is served.

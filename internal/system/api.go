@@ -31,13 +31,11 @@ type RolloutOptions struct {
 	// IndexDeadline is how long an index of a proven definition may take to start before it
 	// is given up; 0 means workflows.DefaultIndexDeadline.
 	IndexDeadline time.Duration
-	// Stepwise walks an index per activity instead of in index runs (workflows.RolloutInput.Runs).
-	Stepwise bool
 }
 
 func (o RolloutOptions) client(c client.Client, taskQueue string) *workflows.RolloutClient {
 	return &workflows.RolloutClient{Client: c, TaskQueue: taskQueueOr(taskQueue),
-		MaxInFlight: o.MaxInFlight, IndexDeadline: o.IndexDeadline, Stepwise: o.Stepwise}
+		MaxInFlight: o.MaxInFlight, IndexDeadline: o.IndexDeadline}
 }
 
 // APIConfig is what an API process is made of.

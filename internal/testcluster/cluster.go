@@ -63,8 +63,6 @@ type Options struct {
 	// defaults).
 	MaxInFlight   int
 	IndexDeadline time.Duration
-	// StepwiseRollouts walks rollouts by steps instead of index runs (--rollout-walk steps).
-	StepwiseRollouts bool
 	// EvacuationTimeout bounds a cell's drain (default 1 min).
 	EvacuationTimeout time.Duration
 	// BeforeStop, when not nil, runs before each stop request of the worker's activities
@@ -164,7 +162,7 @@ func New(t testing.TB, opts Options) *Cluster {
 		c.Temporal = temporaltest.Shared(t)
 	}
 	c.TaskQueue = cmp.Or(opts.TaskQueue, temporaltest.TaskQueueFor(t))
-	rollouts := system.RolloutOptions{MaxInFlight: opts.MaxInFlight, IndexDeadline: opts.IndexDeadline, Stepwise: opts.StepwiseRollouts}
+	rollouts := system.RolloutOptions{MaxInFlight: opts.MaxInFlight, IndexDeadline: opts.IndexDeadline}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
