@@ -206,6 +206,14 @@ func (r *Rollouts) LoadRollout(ctx context.Context, in LoadRolloutInput) (LoadRo
 }
 
 // DesireInstance makes sure an instance of the definition exists at the index, for placement.
+//
+// Replay only (since 2026-11-27): every rollout started since walks by index runs
+// (RolloutInput.WalkByRuns); this step activity is kept registered for the runs started
+// before, whose histories call it. It can go, with the workflow's step path
+// (workflows/rollout_walk.go start and runStep), once no rollout started by an older BBS is
+// open — `temporal workflow list --query "ExecutionStatus='Running' AND StartTime <
+// '<when every BBS ran this version>'"` lists none — together with the recorded history sets
+// that use it (workflows/testdata).
 func (r *Rollouts) DesireInstance(ctx context.Context, in InstanceInput) (DesireInstanceOutput, error) {
 	a, err := r.Store.DesireInstance(ctx, in.ProcessGUID, in.DefinitionID, in.Index)
 	if err != nil {
@@ -214,6 +222,8 @@ func (r *Rollouts) DesireInstance(ctx context.Context, in InstanceInput) (Desire
 	return DesireInstanceOutput{State: a.State}, nil
 }
 
+// RetireOthers: replay only, as DesireInstance.
+//
 // RetireOthers retires the instances at the index whose definition is not in.Keep, and asks
 // their cells to stop the ones that run. The workflow calls it only once the kept
 // definition's instance there is RUNNING, which is what makes the walk zero-downtime.
@@ -230,6 +240,8 @@ func (r *Rollouts) RetireOthers(ctx context.Context, in RetireOthersInput) (Reti
 	return r.stop(ctx, lrps), nil
 }
 
+// RetireInstance: replay only, as DesireInstance.
+//
 // RetireInstance retires the definition's instance at the index (a given-up, interrupted or
 // scaled-away index), asking its cell to stop it if it runs; stop failures are handled as in
 // RetireOthers.
@@ -272,6 +284,8 @@ type awaitDetails struct {
 	State string `json:"state,omitempty"`
 }
 
+// AwaitRunning: replay only, as DesireInstance (an index run waits the same way: await).
+//
 // AwaitRunning waits until the definition's instance at the index is RUNNING and ready (its
 // readiness checks, if any, pass), or until the deadline (if any) has passed since the first
 // attempt. It checks the store when the Waiter says something changed, and at least every

@@ -212,13 +212,15 @@ type RolloutOutput struct {
 
 // RolloutProgress is the answer to QueryProgress.
 type RolloutProgress struct {
-	RolloutID        string   `json:"rollout_id"`
-	ProcessGUID      string   `json:"process_guid"`
-	State            string   `json:"state"`
-	CurrentIndex     int32    `json:"current_index"`
-	Instances        int32    `json:"instances"`
-	Updated          []int32  `json:"updated"`
-	GivenUp          []int32  `json:"given_up"`
+	RolloutID    string  `json:"rollout_id"`
+	ProcessGUID  string  `json:"process_guid"`
+	State        string  `json:"state"`
+	CurrentIndex int32   `json:"current_index"`
+	Instances    int32   `json:"instances"`
+	Updated      []int32 `json:"updated"`
+	GivenUp      []int32 `json:"given_up"`
+	// InFlight are the indices being replaced as the workflow knows them: for an index run,
+	// the index it started from (its heartbeat details list every index it has in flight).
 	InFlight         []int32  `json:"in_flight"`
 	FromDefinitionID string   `json:"from_definition_id"`
 	ToDefinitionID   string   `json:"to_definition_id"`
@@ -243,7 +245,9 @@ var acts *activities.Rollouts // names the activities, as Temporal resolves them
 const RolloutWorkflowType = "Rollout"
 
 // LegacyRolloutWorkflowType is the type rollouts started as before RolloutWorkflowType (the
-// Go function's name), under which the worker keeps RolloutWorkflow registered too.
+// Go function's name), under which the worker keeps RolloutWorkflow registered too. Replay
+// only (noted 2026-11-27): it goes, with its GetVersion calls (r.versioned), once no run of
+// it is open — the same check as the step path's (activities.Rollouts.DesireInstance).
 const LegacyRolloutWorkflowType = "RolloutWorkflow"
 
 // RolloutWorkflow walks an LRP's instances from one definition to another with zero

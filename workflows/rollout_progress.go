@@ -96,7 +96,11 @@ func (r *rollout) publish() {
 	details := fmt.Sprintf("**%s** %s `%s`: index %d/%d, %d updated, given up %v, in flight %v",
 		p.State, verb, target, p.CurrentIndex, p.Instances, r.updatedCount(), p.GivenUp, p.InFlight)
 	if r.runInFlight() {
-		details += fmt.Sprintf("; an index run (WalkRun) walks on from index %d: its heartbeat details show the index it is at", p.CurrentIndex)
+		way := fmt.Sprintf("forward from index %d", p.CurrentIndex)
+		if r.phase.back() {
+			way = "back down the replaced indices"
+		}
+		details += fmt.Sprintf("; an index run (WalkRun) walks %s, up to %d at once: its heartbeat details show the indices in flight", way, r.runLimit())
 	}
 	if f := r.walked.Failure; f != nil {
 		details += "\n\n" + failureText(f)

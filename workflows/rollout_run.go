@@ -294,6 +294,9 @@ func (r *rollout) steerRuns() {
 	}
 }
 
+// stopIndexRuns is how runs started before WalkByRuns are steered: replay only since
+// 2026-11-27, it goes with the step path (rollout_walk.go start).
+//
 // stopIndexRuns stops the runs in flight once the walk is held, or its pace is no longer one
 // (set_pace): the index each is at finishes as a step (stopRun), and the walk then goes on
 // as the phase and the pace say — nothing until a resume, or steps side by side.

@@ -224,6 +224,9 @@ func (r *rollout) nextIndex() (int32, bool, error) {
 	return 0, false, nil
 }
 
+// start and runStep are the step path: replay only since 2026-11-27 (rollouts started since
+// walk by index runs, RolloutInput.WalkByRuns), kept for the runs started before; they go
+// with the step activities (activities.Rollouts.DesireInstance says when).
 func (r *rollout) start(i int32) {
 	s := &step{index: i, def: r.in.ToDefinitionID, back: r.phase.back()}
 	var deadline time.Duration
