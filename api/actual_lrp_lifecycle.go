@@ -20,6 +20,7 @@ type LifecycleStore interface {
 	FailActualLRP(ctx context.Context, key model.ActualLRPKey, placementError string, tag *model.ModificationTag) (*model.ActualLRP, error)
 	RemoveActualLRP(ctx context.Context, key model.ActualLRPKey, presence string, ik *model.ActualLRPInstanceKey, tag *model.ModificationTag) error
 	UnclaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) (*model.ActualLRP, error)
+	ClaimStop(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) (stop bool, err error)
 }
 
 // lifecycleHandlers serve the lifecycle routes. A batch answers each instance's error
@@ -125,6 +126,34 @@ func (r *removeRequest) Validate() error {
 		return validateInstanceKey(r.InstanceKey)
 	}
 	return nil
+}
+
+// claimStopRequest is a cell's claim of the stop of a retiring instance it holds, its drain
+// over (db.Store.ClaimStop).
+type claimStopRequest struct {
+	Key         *lifecycleKey               `json:"actual_lrp_key"`
+	InstanceKey *model.ActualLRPInstanceKey `json:"actual_lrp_instance_key"`
+}
+
+func (r *claimStopRequest) Validate() error {
+	if err := r.Key.validate(); err != nil {
+		return err
+	}
+	if r.InstanceKey == nil {
+		return model.Errorf(model.ErrInvalidRequest, "actual_lrp_instance_key is required")
+	}
+	return validateInstanceKey(r.InstanceKey)
+}
+
+// claimStopResponse says whether the cell stops the instance (false: its retirement was
+// withdrawn, it serves on).
+type claimStopResponse struct {
+	Stop bool `json:"stop"`
+}
+
+func (h *lifecycleHandlers) claimStop(ctx context.Context, req *claimStopRequest) (claimStopResponse, error) {
+	stop, err := h.store.ClaimStop(ctx, req.Key.model(), *req.InstanceKey)
+	return claimStopResponse{Stop: stop}, err
 }
 
 type actualLRPResponse struct {

@@ -53,6 +53,7 @@ var fuzzDecoders = []fuzzDecoder{
 	fuzzDecoderFor[startTaskRequest]("startTaskRequest"),
 	fuzzDecoderFor[completeTaskRequest]("completeTaskRequest"),
 	fuzzDecoderFor[rejectTaskRequest]("rejectTaskRequest"),
+	fuzzDecoderFor[claimStopRequest]("claimStopRequest"),
 }
 
 // isJSONSpace reports whether body is empty or only JSON whitespace (RFC 8259: space, tab,

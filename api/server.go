@@ -173,6 +173,7 @@ func (s *Server) routes(h routeHandlers) chi.Router {
 		r.Post("/v1/actual_lrps/crash", handle(s, h.lifecycle.crashActualLRP))
 		r.Post("/v1/actual_lrps/fail", handle(s, h.lifecycle.failActualLRP))
 		r.Post("/v1/actual_lrps/remove", handle(s, h.lifecycle.removeActualLRP))
+		r.Post("/v1/actual_lrps/claim_stop", handle(s, h.lifecycle.claimStop))
 		r.Post("/v1/actual_lrps/unclaim", handle(s, h.lifecycle.unclaimActualLRP))
 		r.Post("/v1/actual_lrps/evacuate_running", handle(s, h.evacuation.evacuateRunningActualLRP))
 		r.Post("/v1/actual_lrps/remove_evacuating", handle(s, h.evacuation.removeEvacuatingActualLRP))

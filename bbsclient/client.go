@@ -181,6 +181,17 @@ func (c *Client) RemoveActualLRP(ctx context.Context, key model.ActualLRPKey, ik
 	return c.post(ctx, "/v1/actual_lrps/remove", InstanceRequest{Key: key, InstanceKey: ik}, nil)
 }
 
+// ClaimStop claims the stop of a retiring instance this cell holds, once its drain is over:
+// stop is false when its retirement was withdrawn (it serves on), true otherwise — and from
+// then on the retirement cannot be withdrawn.
+func (c *Client) ClaimStop(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) (stop bool, err error) {
+	var resp struct {
+		Stop bool `json:"stop"`
+	}
+	err = c.post(ctx, "/v1/actual_lrps/claim_stop", InstanceRequest{Key: key, InstanceKey: &ik}, &resp)
+	return resp.Stop, err
+}
+
 // EvacuateRunningActualLRP moves a RUNNING instance of a draining cell to EVACUATING while
 // a replacement is placed. keep says whether the cell should keep running it for now.
 func (c *Client) EvacuateRunningActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo) (keep bool, err error) {

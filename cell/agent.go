@@ -82,6 +82,7 @@ type BBS interface {
 	CrashActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, reason string) (*model.ActualLRP, error)
 	UnclaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) (*model.ActualLRP, error)
 	RemoveActualLRP(ctx context.Context, key model.ActualLRPKey, ik *model.ActualLRPInstanceKey) error
+	ClaimStop(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) (stop bool, err error)
 	EvacuateRunningActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey, net model.ActualLRPNetInfo) (bool, error)
 	RemoveEvacuatingActualLRP(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) error
 	TaskBBS

@@ -146,8 +146,8 @@ func (a *Agent) stopAfterDrain(guid string, retiring bool) {
 		if drain > 0 {
 			time.Sleep(drain)
 			if retiring {
-				withdrawn, unanswered := a.retirementWithdrawn(c)
-				if withdrawn {
+				stop, unanswered := a.claimStop(c)
+				if !stop {
 					a.log.Info("not stopping an instance whose retirement was withdrawn", zap.String("instance_guid", guid))
 					return
 				}
@@ -188,24 +188,33 @@ func wireContainer(c executor.Container) cellapi.Container {
 	}
 }
 
-// retirementWithdrawn reports whether the BBS's instance that container c holds is no longer
-// retiring, and whether the BBS failed to answer at first. A BBS that cannot answer (its
-// database restarting, the replica asked dying) is asked again for up to withdrawnPatience:
-// stopping on a failed read stopped instances whose retirement had been withdrawn, and
-// their indices stood empty until convergence (found by the soak). Past that, the stop it
-// asked for goes ahead.
-func (a *Agent) retirementWithdrawn(c executor.Container) (withdrawn, unanswered bool) {
+// claimStop claims the stop of the retiring instance container c holds, its drain over
+// (db.Store.ClaimStop): stop is false when the retirement was withdrawn (a scale-up, or a walk
+// back to its definition) — or when the BBS could not be asked for withdrawnPatience, after
+// which the instance is kept rather than stopped unclaimed: a stop the BBS did not claim may
+// be of an instance it has taken back into service, whose index would then stand empty, while
+// a kept one is asked to stop again by convergence. unanswered says the BBS failed to answer
+// at first (its database restarting, the replica asked dying).
+func (a *Agent) claimStop(c executor.Container) (stop, unanswered bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), withdrawnPatience)
 	defer cancel()
+	ik := model.ActualLRPInstanceKey{InstanceGUID: c.Guid, CellID: a.cfg.ID}
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
-		lrp, err := a.readSlot(ctx, c.Key)
+		stop, err := a.bbs.ClaimStop(ctx, c.Key, ik)
 		if err == nil {
-			return lrp != nil && lrp.InstanceGUID == c.Guid && lrp.CellID == a.cfg.ID && !lrp.Retiring, unanswered
+			return stop, unanswered
+		}
+		if !model.IsType(err, model.ErrUnavailable) {
+			// A BBS of the version before has no claims (a rolling upgrade, BBS first as a
+			// rule): it is asked whether the retirement still holds, as it was then.
+			if lrp, rerr := a.readSlot(ctx, c.Key); rerr == nil {
+				return lrp == nil || lrp.InstanceGUID != c.Guid || lrp.CellID != a.cfg.ID || lrp.Retiring, unanswered
+			}
 		}
 		unanswered = true
 		select {
 		case <-ctx.Done():
-			a.log.Warn("cannot tell whether a retirement was withdrawn; stopping", zap.String("instance_guid", c.Guid), zap.Error(err))
+			a.log.Warn("cannot claim the stop of a retiring instance; keeping it until it is asked again", zap.String("instance_guid", c.Guid), zap.Error(err))
 			return false, true
 		case <-time.After(wait):
 		}

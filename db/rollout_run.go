@@ -326,6 +326,13 @@ WHERE id = $1 AND run_fence = $2 AND run_attempt = $3 FOR UPDATE`, h.RolloutID, 
 			if !slices.Contains(run.InFlight, i) && run.Limit >= 0 && len(run.InFlight) >= int(run.Limit) {
 				continue // over the limit the workflow set: the run learns it from the answer
 			}
+			if a.Back {
+				// The instance a walk back returns to may still be draining: withdrawn, it
+				// serves on at once (db/stop_claim.go).
+				if err := withdrawRetirementTx(ctx, tx, &events, a.ProcessGUID, a.DefinitionID, i); err != nil {
+					return err
+				}
+			}
 			if _, err := s.desireInTx(ctx, tx, &events, a.ProcessGUID, a.DefinitionID, i, l.Instances); err != nil {
 				return err
 			}

@@ -20,7 +20,7 @@ func unretireIndicesBelow(ctx context.Context, tx *sqlx.Tx, guid string, n int32
 	var rows []actualRow
 	if err := tx.SelectContext(ctx, &rows, `UPDATE actual_lrps a SET retiring = false, modification_index = modification_index + 1
 WHERE a.process_guid = $1 AND a.instance_index < $2 AND a.definition_id = ANY($3) AND a.presence = 'ORDINARY'
-  AND a.retiring AND a.state IN ('CLAIMED', 'RUNNING')
+  AND a.retiring AND NOT a.stop_claimed AND a.state IN ('CLAIMED', 'RUNNING')
   AND NOT EXISTS (SELECT 1 FROM actual_lrps o WHERE o.process_guid = a.process_guid AND o.instance_index = a.instance_index
       AND o.presence = 'ORDINARY' AND NOT o.retiring)
 RETURNING `+actualColumns, guid, n, pq.StringArray(defs)); err != nil {

@@ -1,0 +1,1 @@
+ALTER TABLE actual_lrps DROP COLUMN stop_claimed;
