@@ -14,7 +14,9 @@ import (
 func TestAStopClaimAndAWithdrawalExcludeEachOther(t *testing.T) {
 	s, id, fence := openRun(t) // app: 3 RUNNING on "app", a rollout to v2 with a run open
 	exec(t, s, `UPDATE actual_lrps SET retiring = true WHERE definition_id = 'app'`)
-	key := func(i int32) model.ActualLRPKey { return model.ActualLRPKey{ProcessGUID: "app", DefinitionID: "app", Index: i} }
+	key := func(i int32) model.ActualLRPKey {
+		return model.ActualLRPKey{ProcessGUID: "app", DefinitionID: "app", Index: i}
+	}
 	ik := func(i int32) model.ActualLRPInstanceKey {
 		return model.ActualLRPInstanceKey{InstanceGUID: "ig-" + string(rune('0'+i)), CellID: "cell-1"}
 	}
