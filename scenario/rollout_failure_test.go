@@ -165,9 +165,19 @@ func testRolloutRevertThatCannotStartPauses(t *testing.T) {
 	c.createDeployment(guid, n, "v1", simDefinition())
 	c.waitLRP(guid, "3 RUNNING on v1", 20*time.Second, func() bool { return c.allOn(guid, "v1", n) })
 	s := c.sample(guid, n)
+	// v2 never starts at the last index: the rollout is still walking at the abort below.
+	c.chaos.setScript(func(key model.ActualLRPKey, _ int) startOutcome {
+		if key.ProcessGUID == guid && key.DefinitionID == "v2" && key.Index == n-1 {
+			return startHangs
+		}
+		return startNormally
+	})
 	c.updateWithStrategy(guid, "v2", simDefinition(env("SIM_START_DELAY_MS", "300"), env("VERSION", "2")),
-		map[string]any{"failure": map[string]any{"max_crashes": 2}, "index_deadline_ms": 5000})
+		map[string]any{"failure": map[string]any{"max_crashes": 2}, "index_deadline_ms": 15000})
 	c.waitLRP(guid, "two indices on v2", 20*time.Second, func() bool { return c.rollout(guid).UpdatedInstances >= 2 })
+	// The retired v1 instances are stopped (past their drain), so the revert must start v1
+	// again rather than take them back.
+	c.waitLRP(guid, "the retired v1 instances stopped", 20*time.Second, func() bool { return c.countOn(guid, "v1") <= n-2 })
 	// v1's droplet is gone: no new v1 instance starts.
 	c.chaos.setScript(func(key model.ActualLRPKey, _ int) startOutcome {
 		if key.ProcessGUID == guid && key.DefinitionID == "v1" {
