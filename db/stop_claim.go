@@ -20,18 +20,14 @@ import (
 // retirement can no longer be withdrawn); one whose retirement was withdrawn is kept; one the
 // BBS no longer knows there (removed, or another instance in the slot) is stopped.
 func (s *Store) ClaimStop(ctx context.Context, key model.ActualLRPKey, ik model.ActualLRPInstanceKey) (stop bool, err error) {
+	// One UPDATE that matches the instance whether it retires or not: it waits for a
+	// withdrawal under way (the row's lock) and reads the row as that left it. (A claim that
+	// read a snapshot beside its update answered stop for an instance withdrawn meanwhile.)
 	var retiring bool
-	err = s.db.GetContext(ctx, &retiring, `WITH claimed AS (
-    UPDATE actual_lrps SET stop_claimed = true
-    WHERE process_guid = $1 AND instance_index = $2 AND definition_id = $3 AND presence = 'ORDINARY'
-      AND instance_guid = $4 AND cell_id = $5 AND retiring
-    RETURNING retiring)
-SELECT retiring FROM claimed
-UNION ALL
-SELECT retiring FROM actual_lrps
+	err = s.db.GetContext(ctx, &retiring, `UPDATE actual_lrps SET stop_claimed = stop_claimed OR retiring
 WHERE process_guid = $1 AND instance_index = $2 AND definition_id = $3 AND presence = 'ORDINARY'
-  AND instance_guid = $4 AND cell_id = $5 AND NOT retiring
-LIMIT 1`, key.ProcessGUID, key.Index, key.DefinitionID, ik.InstanceGUID, ik.CellID)
+  AND instance_guid = $4 AND cell_id = $5
+RETURNING retiring`, key.ProcessGUID, key.Index, key.DefinitionID, ik.InstanceGUID, ik.CellID)
 	if err == sql.ErrNoRows {
 		return true, nil
 	}

@@ -3,6 +3,7 @@ package db_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
@@ -50,5 +51,34 @@ func TestAStopClaimAndAWithdrawalExcludeEachOther(t *testing.T) {
 	if n := count(t, s, `SELECT count(*) FROM events WHERE name = 'actual_lrp_instance_changed' AND data->'after'->>'retiring' IS DISTINCT FROM 'true'
   AND data->'before'->>'retiring' = 'true'`); n < 2 {
 		t.Fatalf("%d withdrawal events", n)
+	}
+}
+
+// A claim that comes while a withdrawal holds the instance waits for it and answers keep.
+func TestAStopClaimWaitsForAWithdrawalUnderWay(t *testing.T) {
+	s, _, _ := openRun(t)
+	exec(t, s, `UPDATE actual_lrps SET retiring = true WHERE definition_id = 'app' AND instance_index = 1`)
+	tx, err := s.DB().BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`UPDATE actual_lrps SET retiring = false WHERE definition_id = 'app' AND instance_index = 1 AND NOT stop_claimed`); err != nil {
+		t.Fatal(err)
+	}
+	answer := make(chan bool)
+	go func() {
+		stop, err := s.ClaimStop(ctx, model.ActualLRPKey{ProcessGUID: "app", DefinitionID: "app", Index: 1},
+			model.ActualLRPInstanceKey{InstanceGUID: "ig-1", CellID: "cell-1"})
+		if err != nil {
+			t.Error(err)
+		}
+		answer <- stop
+	}()
+	time.Sleep(200 * time.Millisecond) // the claim waits on the row's lock
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if <-answer {
+		t.Fatal("a claim answered stop for an instance whose retirement was withdrawn under it")
 	}
 }
