@@ -222,6 +222,8 @@ type runWalk struct {
 	failure     *model.RolloutFailure
 	interrupted []int32
 	beyond      []int32
+	// rewait are the indices the last step found no longer serving (db.RunAdvanced.Rewait).
+	rewait []int32
 }
 
 // indexWait is the wait of one index in flight.
@@ -265,9 +267,18 @@ func (w *runWalk) walk(ctx context.Context) error {
 	}
 	if w.in.Failures && len(w.run.GivenUp) > 0 {
 		// An earlier attempt gave an index up and ended there, its worker lost before the
-		// workflow heard why: the run ends where it did, with what is known.
+		// workflow heard why: the run ends where it did, with what is known. The indices it
+		// interrupted are the gaps below the highest it decided (an index above every one
+		// started is the only kind a run leaves unstarted).
 		i := slices.Max(w.run.GivenUp)
-		w.cursor = i + 1
+		w.cursor = slices.Max(decided) + 1
+		if w.in.Indices == nil {
+			for x := w.in.From; x < w.cursor; x++ {
+				if !slices.Contains(decided, x) {
+					w.interrupted = append(w.interrupted, x)
+				}
+			}
+		}
 		w.failure = &model.RolloutFailure{Reason: model.FailureIndexDeadline, Index: &i, DefinitionID: w.in.DefinitionID,
 			Kind: model.FailureApp, Detail: "given up by an earlier attempt of the index run, whose worker was lost"}
 		return nil
@@ -381,8 +392,14 @@ func (w *runWalk) pick(room int) []int32 {
 			if w.cursor >= w.instances {
 				break
 			}
-			next = append(next, w.cursor)
+			i := w.cursor
 			w.cursor++
+			if slices.Contains(w.run.InFlight, i) {
+				// In flight still: the cursor came back below it (the LRP scaled down while
+				// it waited, then up again).
+				continue
+			}
+			next = append(next, i)
 		}
 		room--
 		budget--
@@ -410,7 +427,11 @@ func (w *runWalk) decide(ctx context.Context, batch []waitResult) error {
 	since := map[int32]time.Time{}
 	for _, res := range batch {
 		i, out := res.index, res.out
-		since[i] = w.waits[i].since
+		wt := w.waits[i]
+		if wt == nil {
+			continue // a wait that was stopped meanwhile: its index is decided elsewhere
+		}
+		since[i] = wt.since
 		delete(w.waits, i)
 		if res.err != nil {
 			return res.err
@@ -455,7 +476,15 @@ func (w *runWalk) decide(ctx context.Context, batch []waitResult) error {
 				wt.cancel()
 			}
 		}
-		return w.advance(ctx, decided, nil, w.interrupted)
+		if err := w.advance(ctx, decided, nil, w.interrupted); err != nil {
+			return err
+		}
+		if len(w.rewait) > 0 {
+			// Seen serving, no longer: interrupted too.
+			w.interrupted = append(w.interrupted, w.rewait...)
+			return w.advance(ctx, nil, nil, w.rewait)
+		}
+		return nil
 	}
 	next := w.pick(w.room(len(decided)))
 	if err := w.advanceAndWait(ctx, decided, slices.Concat(again, next), nil, since); err != nil {
@@ -469,6 +498,9 @@ func (w *runWalk) decide(ctx context.Context, batch []waitResult) error {
 func (w *runWalk) advanceAndWait(ctx context.Context, decided []db.RunDecision, next, interrupt []int32, since map[int32]time.Time) error {
 	if err := w.advance(ctx, decided, next, interrupt); err != nil {
 		return err
+	}
+	for _, i := range w.rewait {
+		w.startWait(ctx, i, since[i]) // seen serving, no longer: waited for again
 	}
 	now := time.Now()
 	for _, i := range next {
@@ -498,7 +530,7 @@ func (w *runWalk) advance(ctx context.Context, decided []db.RunDecision, next, i
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("LRP %q was removed", w.in.ProcessGUID), string(model.ErrResourceNotFound), nil)
 	}
-	w.run, w.instances = adv.Run, adv.Instances
+	w.run, w.instances, w.rewait = adv.Run, adv.Instances, adv.Rewait
 	// Indices the transaction did not take below the count were over the run's limit as the
 	// row says it now (a pause, a new pace): they start later, in their turn.
 	var over []int32

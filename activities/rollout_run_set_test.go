@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/updatable-lrps/bbs/activities"
+	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/model"
 )
 
 // The one walk engine: a run with several indices in flight, walking back, drained by a
@@ -188,5 +190,29 @@ func TestWalkRunStoppedRetiring(t *testing.T) {
 	w.ended(done)
 	if n := count(t, w.store, v2Count); n != 0 {
 		t.Fatal("a stopped run desired again")
+	}
+}
+
+// An attempt retried after an earlier one ended at a failure (its worker lost before the
+// workflow heard) answers what the earlier one did, the indices it interrupted included: the
+// forward walk resumes at the lowest of them, not past them.
+func TestWalkRunRetriedAfterAFailureKeepsTheInterrupted(t *testing.T) {
+	w := newRunWorldOf(t, 4, func(int32) bool { return false })
+	earlier := db.RunHold{RolloutID: w.id, Fence: w.fence, Attempt: 0}
+	if _, err := w.store.TakeRun(context.Background(), earlier); err != nil {
+		t.Fatal(err)
+	}
+	step := db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Next: []int32{0, 1, 2}}
+	if _, err := w.store.AdvanceRun(context.Background(), earlier, step); err != nil {
+		t.Fatal(err)
+	}
+	step = db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Decided: []db.RunDecision{{Index: 1, Outcome: model.StepGivenUp}},
+		Interrupt: []int32{0, 2}}
+	if _, err := w.store.AdvanceRun(context.Background(), earlier, step); err != nil {
+		t.Fatal(err)
+	}
+	out, err := w.walk(activities.WalkRunInput{Deadline: time.Minute, Healthy: true, InFlight: 3, Failures: true})
+	if err != nil || out.Failure == nil || !slices.Equal(out.GivenUp, []int32{1}) || out.Next != 0 || !slices.Equal(out.Interrupted, []int32{0}) {
+		t.Fatalf("retried WalkRun = %+v, %v", out, err)
 	}
 }

@@ -106,6 +106,11 @@ type Agent struct {
 	// mu serialises reconciliation and admission, so that a poll and an event never act on
 	// the same container at once, and capacity checks see every reservation.
 	mu sync.Mutex
+
+	// stops counts the stop requests of each container draining to a stop (stopAfterDrain):
+	// only the latest one's drain ends in a stop.
+	stopMu sync.Mutex
+	stops  map[string]uint64
 }
 
 // New builds a cell agent around an executor.

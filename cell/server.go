@@ -136,15 +136,24 @@ func (a *Agent) handleStop(w http.ResponseWriter, r *http.Request) {
 // once (seed 000: a superseded instance that has not started is stopped, not left to start).
 // A stop of a retiring instance is carried out only if it still is after the drain: a
 // scale-up meanwhile may have withdrawn its retirement.
+//
+// A second stop request while the first drains (the instance's retirement withdrawn by a walk
+// back, then made again) starts a drain of its own, which routers need from the second
+// retirement on: the first request's drain then ends without a stop.
 func (a *Agent) stopAfterDrain(guid string, retiring bool) {
 	c, _ := a.exec.Get(guid)
 	drain := a.cfg.StopDrain
 	if c.State != executor.StateRunning {
 		drain = 0
 	}
+	request := a.stopRequested(guid)
 	go func() {
+		defer a.stopDone(guid, request)
 		if drain > 0 {
 			time.Sleep(drain)
+			if !a.latestStop(guid, request) {
+				return
+			}
 			if retiring {
 				stop, unanswered := a.claimStop(c)
 				if !stop {
@@ -188,6 +197,33 @@ func wireContainer(c executor.Container) cellapi.Container {
 	}
 }
 
+// stopRequested counts a stop request of container guid and returns its number.
+func (a *Agent) stopRequested(guid string) uint64 {
+	a.stopMu.Lock()
+	defer a.stopMu.Unlock()
+	if a.stops == nil {
+		a.stops = map[string]uint64{}
+	}
+	a.stops[guid]++
+	return a.stops[guid]
+}
+
+// latestStop says whether request is guid's latest stop request.
+func (a *Agent) latestStop(guid string, request uint64) bool {
+	a.stopMu.Lock()
+	defer a.stopMu.Unlock()
+	return a.stops[guid] == request
+}
+
+// stopDone forgets guid's stop requests once its latest one is done.
+func (a *Agent) stopDone(guid string, request uint64) {
+	a.stopMu.Lock()
+	defer a.stopMu.Unlock()
+	if a.stops[guid] == request {
+		delete(a.stops, guid)
+	}
+}
+
 // claimStop claims the stop of the retiring instance container c holds, its drain over
 // (db.Store.ClaimStop): stop is false when the retirement was withdrawn (a scale-up, or a walk
 // back to its definition) — or when the BBS could not be asked for withdrawnPatience, after
@@ -204,9 +240,10 @@ func (a *Agent) claimStop(c executor.Container) (stop, unanswered bool) {
 		if err == nil {
 			return stop, unanswered
 		}
-		if !model.IsType(err, model.ErrUnavailable) {
-			// A BBS of the version before has no claims (a rolling upgrade, BBS first as a
-			// rule): it is asked whether the retirement still holds, as it was then.
+		if model.IsType(err, model.ErrResourceNotFound) {
+			// A BBS of the version before has no claims ("no route": a rolling upgrade, BBS
+			// first as a rule): it is asked whether the retirement still holds, as it was then.
+			// (A BBS with claims never answers ResourceNotFound to one.)
 			if lrp, rerr := a.readSlot(ctx, c.Key); rerr == nil {
 				return lrp == nil || lrp.InstanceGUID != c.Guid || lrp.CellID != a.cfg.ID || lrp.Retiring, unanswered
 			}

@@ -2,7 +2,6 @@ package cell
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/updatable-lrps/bbs/executor"
@@ -23,7 +22,7 @@ type claimingBBS struct {
 func (u *claimingBBS) ClaimStop(context.Context, model.ActualLRPKey, model.ActualLRPInstanceKey) (bool, error) {
 	u.claims++
 	if u.noClaims {
-		return false, errors.New("POST /v1/actual_lrps/claim_stop: status 404: 404 page not found")
+		return false, &model.Error{Type: model.ErrResourceNotFound, Message: "no route POST /v1/actual_lrps/claim_stop"}
 	}
 	if u.claims <= u.failures {
 		return false, &model.Error{Type: model.ErrUnavailable, Message: "database unavailable"}

@@ -63,17 +63,28 @@ type runRow struct {
 	InFlight pq.Int32Array `db:"run_in_flight"`
 	Index    int32         `db:"run_index"`
 	Limit    int32         `db:"run_limit"`
+	// Fence is the run's, LimitFence the run's whose limit run_limit is.
+	Fence      int64 `db:"run_fence"`
+	LimitFence int64 `db:"run_limit_fence"`
 }
 
 // runColumns are runRow's.
-const runColumns = `run_updated, run_given_up, run_in_flight, run_index, run_limit`
+const runColumns = `run_updated, run_given_up, run_in_flight, run_index, run_limit, run_fence, run_limit_fence`
 
+// state is the run the row records. run_index is what both versions write: this one keeps it
+// the lowest of run_in_flight, the version before knew no set (its OpenRun left
+// run_in_flight as the last run of this version had it). So a set whose lowest index is not
+// run_index is stale: the run is the one index run_index names, or none.
 func (r runRow) state() RunState {
-	st := RunState{Updated: indices(r.Updated), GivenUp: indices(r.GivenUp), InFlight: indices(r.InFlight), Index: -1, Limit: r.Limit}
-	if len(st.InFlight) > 0 {
-		st.Index = st.InFlight[0]
-	} else if r.Index >= 0 {
-		st.InFlight, st.Index = []int32{r.Index}, r.Index // written by a run of the version before
+	st := RunState{Updated: indices(r.Updated), GivenUp: indices(r.GivenUp), InFlight: []int32{}, Index: r.Index, Limit: -1}
+	if r.LimitFence == r.Fence {
+		st.Limit = r.Limit // set for this run (a StopRun since moved the fence on: no matter)
+	}
+	switch {
+	case len(r.InFlight) > 0 && r.InFlight[0] == r.Index:
+		st.InFlight = indices(r.InFlight)
+	case r.Index >= 0:
+		st.InFlight = []int32{r.Index}
 	}
 	return st
 }
@@ -146,7 +157,8 @@ func (s *Store) HoldsRun(ctx context.Context, h RunHold) (held bool, limit int32
 		Held  bool  `db:"held"`
 		Limit int32 `db:"run_limit"`
 	}
-	err = s.db.GetContext(ctx, &row, `SELECT run_fence = $2 AND run_attempt = $3 AS held, run_limit FROM rollouts
+	err = s.db.GetContext(ctx, &row, `SELECT run_fence = $2 AND run_attempt = $3 AS held,
+    CASE WHEN run_limit_fence = $2 THEN run_limit ELSE -1 END AS run_limit FROM rollouts
 WHERE id = $1`, h.RolloutID, h.Fence, h.Attempt)
 	if err == sql.ErrNoRows {
 		return false, 0, nil
@@ -165,7 +177,7 @@ func (s *Store) SetRunLimit(ctx context.Context, id string, fence int64, limit i
 	if limit < 0 {
 		return model.Errorf(model.ErrInvalidRequest, "a run's limit cannot be %d", limit)
 	}
-	_, err := s.db.ExecContext(ctx, `UPDATE rollouts SET run_limit = $3 WHERE id = $1 AND run_fence = $2`, id, fence, limit)
+	_, err := s.db.ExecContext(ctx, `UPDATE rollouts SET run_limit = $3, run_limit_fence = $2 WHERE id = $1 AND run_fence = $2`, id, fence, limit)
 	return mapError(err)
 }
 
@@ -248,6 +260,9 @@ type RunAdvanced struct {
 	Instances int32
 	// ToStop are the instances the step retired that their cells must stop.
 	ToStop []model.ActualLRP
+	// Rewait are indices decided as updated whose instance no longer serves (it crashed
+	// since the run saw it): not decided, they stay in flight.
+	Rewait []int32
 	// Run is what the run has done, this step included, and its limit.
 	Run RunState
 }
@@ -297,6 +312,18 @@ WHERE id = $1 AND run_fence = $2 AND run_attempt = $3 FOR UPDATE`, h.RolloutID, 
 		for _, d := range a.Decided {
 			switch d.Outcome {
 			case model.StepUpdated:
+				// The instance the run saw serving must serve still (it may have crashed since
+				// its wait ended): else the index stays in flight, to be waited for again.
+				var serving []string
+				if err := tx.SelectContext(ctx, &serving, `SELECT instance_guid FROM actual_lrps
+WHERE process_guid = $1 AND instance_index = $2 AND definition_id = $3 AND presence = 'ORDINARY'
+  AND state = 'RUNNING' AND NOT not_ready AND NOT retiring FOR UPDATE`, a.ProcessGUID, d.Index, a.DefinitionID); err != nil {
+					return err
+				}
+				if len(serving) == 0 {
+					out.Rewait = append(out.Rewait, d.Index)
+					continue
+				}
 				err = retire(d.Index, matchOthers)
 				run.Updated = insertIndex(run.Updated, d.Index)
 			case model.StepGivenUp, model.StepScaledAway:
@@ -363,9 +390,9 @@ WHERE id = $1 RETURNING `+rolloutColumns, h.RolloutID, pq.Int32Array(run.Updated
 }
 
 // runProgress is the row's current index and count of updated instances after a step of a
-// run: forward, the lowest index in flight (else the one after the highest decided) and the
-// indices updated before the run or by it; back, the highest index in flight (a walk back
-// goes down, else the lowest decided) and the indices updated before the run that it has not
+// run: forward, the lowest index in flight (else the one after the highest the run decided)
+// and the indices updated before the run or by it; back, the highest index in flight (a walk
+// back goes down, else the lowest the run decided) and the indices updated before the run that it has not
 // walked back yet.
 func runProgress(a RunAdvance, run RunState, instances, current int32) (int32, int) {
 	updated := 0
@@ -377,8 +404,8 @@ func runProgress(a RunAdvance, run RunState, instances, current int32) (int32, i
 	if a.Back {
 		if len(run.InFlight) > 0 {
 			current = slices.Max(run.InFlight)
-		} else if len(a.Decided) > 0 {
-			current = slices.MinFunc(a.Decided, byIndex).Index
+		} else if decided := slices.Concat(run.Updated, run.GivenUp); len(decided) > 0 {
+			current = slices.Min(decided)
 		}
 		return min(current, instances), updated
 	}
@@ -387,8 +414,8 @@ func runProgress(a RunAdvance, run RunState, instances, current int32) (int32, i
 			updated++
 		}
 	}
-	if len(a.Decided) > 0 {
-		current = slices.MaxFunc(a.Decided, byIndex).Index + 1
+	if decided := slices.Concat(run.Updated, run.GivenUp); len(decided) > 0 {
+		current = slices.Max(decided) + 1
 	}
 	if len(run.InFlight) > 0 {
 		current = run.InFlight[0]
@@ -397,8 +424,6 @@ func runProgress(a RunAdvance, run RunState, instances, current int32) (int32, i
 	}
 	return min(current, instances), updated
 }
-
-func byIndex(a, b RunDecision) int { return int(a.Index - b.Index) }
 
 // removeIndex removes x from the sorted xs.
 func removeIndex(xs []int32, x int32) []int32 {

@@ -212,3 +212,50 @@ func TestIndexRunSetAndLimit(t *testing.T) {
 		t.Fatalf("a stopped run's limit changed to %d", limit)
 	}
 }
+
+// An index decided as updated whose instance crashed since the run saw it serve is not
+// decided: nothing retires there, and it stays in flight to be waited for again.
+func TestIndexRunRewaitsAnInstanceThatStoppedServing(t *testing.T) {
+	s, id, fence := openRun(t)
+	h := db.RunHold{RolloutID: id, Fence: fence, Attempt: 1}
+	if _, err := s.TakeRun(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AdvanceRun(ctx, h, db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Next: []int32{0}}); err != nil {
+		t.Fatal(err)
+	}
+	// v2 at 0 stays UNCLAIMED (as after a crash): the run's decision comes anyway.
+	adv, err := s.AdvanceRun(ctx, h, db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2",
+		Decided: []db.RunDecision{{Index: 0, Outcome: model.StepUpdated}}})
+	if err != nil || !slices.Equal(adv.Rewait, []int32{0}) || !slices.Equal(adv.Run.InFlight, []int32{0}) || len(adv.Run.Updated) != 0 || len(adv.ToStop) != 0 {
+		t.Fatalf("a decision on an instance not serving = %+v, %v", adv, err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM actual_lrps WHERE definition_id = 'app' AND instance_index = 0 AND NOT retiring`); n != 1 {
+		t.Fatal("the old instance was retired for a new one that does not serve")
+	}
+}
+
+// A run opened by the OpenRun of the version before (which knew no limit, no set) inherits
+// neither the pause nor the indices in flight of an earlier run.
+func TestIndexRunOpenedByTheVersionBeforeIsClean(t *testing.T) {
+	s, id, fence := openRun(t)
+	h := db.RunHold{RolloutID: id, Fence: fence, Attempt: 1}
+	if _, err := s.TakeRun(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AdvanceRun(ctx, h, db.RunAdvance{ProcessGUID: "app", DefinitionID: "v2", Next: []int32{0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetRunLimit(ctx, id, fence, 0); err != nil {
+		t.Fatal(err)
+	}
+	// The version before's OpenRun.
+	exec(t, s, `UPDATE rollouts SET run_fence = run_fence + 1, run_attempt = 0, run_updated = '{}', run_given_up = '{}', run_index = -1 WHERE id = $1`, id)
+	run, err := s.TakeRun(ctx, db.RunHold{RolloutID: id, Fence: fence + 1, Attempt: 1})
+	if err != nil || len(run.InFlight) != 0 || run.Index != -1 || run.Limit != -1 {
+		t.Fatalf("a run opened by the version before = %+v, %v", run, err)
+	}
+	if _, limit, err := s.HoldsRun(ctx, db.RunHold{RolloutID: id, Fence: fence + 1, Attempt: 1}); err != nil || limit != -1 {
+		t.Fatalf("its limit = %d, %v", limit, err)
+	}
+}

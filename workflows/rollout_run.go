@@ -216,12 +216,21 @@ func (r *rollout) runDone(res stepResult) {
 				r.walked.GivenUp = insert(r.walked.GivenUp, i)
 			}
 			if r.failures() && len(run.GivenUp) > 0 {
-				// With a failure policy a run ends at the index it gave up.
-				i := slices.Max(run.GivenUp)
+				// With a failure policy a run ends at the index it gave up — or the indices,
+				// when several waits ended together: each counts. The failure the run reports
+				// names one; the others are told by their index.
+				named := slices.Max(run.GivenUp)
 				if f := run.Failure; f != nil && f.Index != nil {
-					i = *f.Index
+					named = *f.Index
 				}
-				defer r.onIndexFailed(i, s.def, run.Failure) // after the walk's position below
+				defer func() { // after the walk's position below; the named failure first
+					r.onIndexFailed(named, s.def, run.Failure)
+					for _, i := range run.GivenUp {
+						if i != named {
+							r.onIndexFailed(i, s.def, nil)
+						}
+					}
+				}()
 			}
 		}
 		r.steps += len(run.Updated) + len(run.GivenUp)

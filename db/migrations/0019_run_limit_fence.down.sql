@@ -1,0 +1,1 @@
+ALTER TABLE rollouts DROP COLUMN run_limit_fence;
