@@ -107,10 +107,10 @@ type Agent struct {
 	// the same container at once, and capacity checks see every reservation.
 	mu sync.Mutex
 
-	// stops counts the stop requests of each container draining to a stop (stopAfterDrain):
-	// only the latest one's drain ends in a stop.
+	// stops are the containers draining to a stop (stopAfterDrain), and whether another
+	// request came for one meanwhile.
 	stopMu sync.Mutex
-	stops  map[string]uint64
+	stops  map[string]*pendingStop
 }
 
 // New builds a cell agent around an executor.

@@ -280,7 +280,7 @@ func (a *Agent) applyDecision(ctx context.Context, c *executor.Container, lrp *m
 	}
 	if missedStop(c, lrp, a.cfg.ID) {
 		a.log.Info("stopping an instance the BBS retired", zap.String("instance_guid", c.Guid))
-		a.stopAfterDrain(c.Guid, true)
+		a.stopAfter(c.Guid, true, false)
 		return nil
 	}
 	action := Decide(c, lrp, a.cfg.ID)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -137,22 +138,30 @@ func (a *Agent) handleStop(w http.ResponseWriter, r *http.Request) {
 // A stop of a retiring instance is carried out only if it still is after the drain: a
 // scale-up meanwhile may have withdrawn its retirement.
 //
-// A second stop request while the first drains (the instance's retirement withdrawn by a walk
-// back, then made again) starts a drain of its own, which routers need from the second
-// retirement on: the first request's drain then ends without a stop.
-func (a *Agent) stopAfterDrain(guid string, retiring bool) {
+// One stop is pending per container: another request while it drains is folded into it. One
+// from the BBS (a second retirement, after a walk back withdrew the first) makes the drain be
+// served once more before the stop is claimed, so that routers told of the second retirement
+// get their time too; a reconciliation's (missedStop, which cannot tell a pending stop from a
+// missed one) does not.
+func (a *Agent) stopAfterDrain(guid string, retiring bool) { a.stopAfter(guid, retiring, true) }
+
+// stopAfter is stopAfterDrain; requested says the BBS asked.
+func (a *Agent) stopAfter(guid string, retiring, requested bool) {
 	c, _ := a.exec.Get(guid)
 	drain := a.cfg.StopDrain
 	if c.State != executor.StateRunning {
 		drain = 0
 	}
-	request := a.stopRequested(guid)
+	p, first := a.pendStop(guid, requested)
+	if !first {
+		return
+	}
 	go func() {
-		defer a.stopDone(guid, request)
+		defer a.unpendStop(guid)
 		if drain > 0 {
 			time.Sleep(drain)
-			if !a.latestStop(guid, request) {
-				return
+			if p.again.Swap(false) {
+				time.Sleep(drain)
 			}
 			if retiring {
 				stop, unanswered := a.claimStop(c)
@@ -176,6 +185,35 @@ func (a *Agent) stopAfterDrain(guid string, retiring bool) {
 	}()
 }
 
+// pendingStop is a container draining to a stop; again says another request came meanwhile.
+type pendingStop struct{ again atomic.Bool }
+
+// pendStop returns guid's pending stop, first saying it is new (the caller carries it out);
+// otherwise a request the BBS made is noted on it.
+func (a *Agent) pendStop(guid string, requested bool) (p *pendingStop, first bool) {
+	a.stopMu.Lock()
+	defer a.stopMu.Unlock()
+	if p = a.stops[guid]; p != nil {
+		if requested {
+			p.again.Store(true)
+		}
+		return p, false
+	}
+	if a.stops == nil {
+		a.stops = map[string]*pendingStop{}
+	}
+	p = &pendingStop{}
+	a.stops[guid] = p
+	return p, true
+}
+
+// unpendStop forgets guid's pending stop, done.
+func (a *Agent) unpendStop(guid string) {
+	a.stopMu.Lock()
+	defer a.stopMu.Unlock()
+	delete(a.stops, guid)
+}
+
 func (a *Agent) handleState(w http.ResponseWriter, r *http.Request) {
 	containers := a.exec.Containers()
 	st := cellapi.State{
@@ -194,33 +232,6 @@ func wireContainer(c executor.Container) cellapi.Container {
 		InstanceGUID: c.Guid, Key: c.Key, State: string(c.State), MemoryMB: c.MemoryMB, DiskMB: c.DiskMB,
 		Address: c.Address, Ports: c.Ports, Since: c.Since,
 		Result: cellapi.ContainerResult{Failed: c.Result.Failed, FailureReason: c.Result.FailureReason, Stopped: c.Result.Stopped},
-	}
-}
-
-// stopRequested counts a stop request of container guid and returns its number.
-func (a *Agent) stopRequested(guid string) uint64 {
-	a.stopMu.Lock()
-	defer a.stopMu.Unlock()
-	if a.stops == nil {
-		a.stops = map[string]uint64{}
-	}
-	a.stops[guid]++
-	return a.stops[guid]
-}
-
-// latestStop says whether request is guid's latest stop request.
-func (a *Agent) latestStop(guid string, request uint64) bool {
-	a.stopMu.Lock()
-	defer a.stopMu.Unlock()
-	return a.stops[guid] == request
-}
-
-// stopDone forgets guid's stop requests once its latest one is done.
-func (a *Agent) stopDone(guid string, request uint64) {
-	a.stopMu.Lock()
-	defer a.stopMu.Unlock()
-	if a.stops[guid] == request {
-		delete(a.stops, guid)
 	}
 }
 

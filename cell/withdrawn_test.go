@@ -73,3 +73,24 @@ func TestAStopWithoutClaimsReadsTheRetirement(t *testing.T) {
 		t.Fatal("a retiring instance was kept")
 	}
 }
+
+// One stop is pending per container: a second request is folded into it, and only one from
+// the BBS (a second retirement) asks for another drain; a reconciliation's does not, or a
+// cell reconciling more often than its drain would never stop anything.
+func TestAStopRequestedTwiceDrainsOnce(t *testing.T) {
+	a := New(Config{ID: "cell-1"}, &claimingBBS{}, nil, zap.NewNop())
+	p, first := a.pendStop("g1", true)
+	if !first {
+		t.Fatal("the first request is not the one to carry out")
+	}
+	if _, first := a.pendStop("g1", false); first || p.again.Load() {
+		t.Fatalf("a reconciliation's request: first %v, again %v", first, p.again.Load())
+	}
+	if _, first := a.pendStop("g1", true); first || !p.again.Load() {
+		t.Fatalf("the BBS's second request: first %v, again %v", first, p.again.Load())
+	}
+	a.unpendStop("g1")
+	if _, first := a.pendStop("g1", true); !first {
+		t.Fatal("a request after the stop was done was folded into it")
+	}
+}
