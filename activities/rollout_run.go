@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -290,15 +291,20 @@ func (w *runWalk) walk(ctx context.Context) error {
 	}()
 	since := w.resumedSince(ctx)
 	// The indices an earlier attempt left in flight are desired again (a desire that finds
-	// the instance changes nothing; one its cell removed meanwhile is back) and waited for.
-	resumed := slices.Clone(w.run.InFlight)
-	if err := w.advance(wctx, nil, resumed, nil); err != nil {
-		return err
+	// the instance changes nothing; one its cell removed meanwhile is back) and waited for,
+	// with the first new ones, in one step. The LRP's count is unknown until that step reads
+	// it: it leaves out what is beyond.
+	w.instances = math.MaxInt32
+	defer func() {
+		if w.instances == math.MaxInt32 {
+			w.instances = 0 // no step read it
+		}
+	}()
+	first := slices.Concat(w.run.InFlight, w.pick(w.room(0)))
+	if len(first) == 0 {
+		return nil // nothing to resume, nothing to start (drained, or MaxSteps reached)
 	}
-	for _, i := range w.run.InFlight {
-		w.startWait(wctx, i, since[i])
-	}
-	if err := w.startMore(wctx, 0); err != nil {
+	if err := w.advanceAndWait(wctx, nil, first, nil, since); err != nil {
 		return err
 	}
 	tick := time.NewTicker(min(w.r.tick(), heartbeatAfter))
