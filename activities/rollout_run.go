@@ -338,7 +338,7 @@ func (w *runWalk) walk(ctx context.Context) error {
 			}
 			if limit != w.run.Limit {
 				w.run.Limit = limit // a new pace: more may start now
-				if err := w.startMore(wctx, 0); err != nil {
+				if err := w.startMore(wctx); err != nil {
 					return err
 				}
 			}
@@ -413,10 +413,9 @@ func (w *runWalk) pick(room int) []int32 {
 	return next
 }
 
-// startMore starts as many indices as the run has room for (freed: in flight but decided in
-// this step) and waits for them.
-func (w *runWalk) startMore(ctx context.Context, freed int) error {
-	next := w.pick(w.room(freed))
+// startMore starts as many indices as the run has room for and waits for them.
+func (w *runWalk) startMore(ctx context.Context) error {
+	next := w.pick(w.room(0))
 	if len(next) == 0 {
 		return nil
 	}
