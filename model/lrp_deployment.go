@@ -14,6 +14,9 @@ type LRPDeployment struct {
 	HealthyDefinitionID string                   `json:"healthy_definition_id"`
 	// RolloutStrategy is the LRP's default rollout strategy (DesiredLRP.RolloutStrategy).
 	RolloutStrategy *RolloutStrategy `json:"rollout_strategy,omitempty"`
+	// Traffic is how its routes split requests between its definitions (ROLLOUTS-NEXT.md
+	// section 5): routers read it with the LRP and follow its traffic_changed events.
+	Traffic TrafficSplit `json:"traffic"`
 }
 
 // LRPDeploymentCreate is the CreateLRPDeployment request of seed 000.

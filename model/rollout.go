@@ -117,6 +117,11 @@ type Rollout struct {
 	// that took effect (answered 200) from a resume of a rollout never paused (InvalidPhase).
 	// The store's bookkeeping, not part of what the API reports.
 	LastControl string `json:"-"`
+	// Traffic is the split of the LRP's requests by definition, in percent, as every router
+	// last acknowledged it while the rollout held a weighted step (nil: by instances), and
+	// TrafficGeneration its generation (ROLLOUTS-NEXT.md sections 2 and 5).
+	Traffic           map[string]int32 `json:"traffic,omitempty"`
+	TrafficGeneration int64            `json:"traffic_generation,omitempty"`
 }
 
 // RolloutStatesInProgress are the states of a rollout still under way: walking, paused
