@@ -196,3 +196,23 @@ ORDER BY router_id, s.key`, guid, live.Seconds())
 	}
 	return out, nil
 }
+
+// RoutableCounts counts the LRP's instances that routers send requests to, by definition:
+// RUNNING, ready and not retiring (what the capacity guard weighs a split against).
+func (s *Store) RoutableCounts(ctx context.Context, guid string) (map[string]int32, error) {
+	var rows []struct {
+		Def string `db:"definition_id"`
+		N   int32  `db:"n"`
+	}
+	err := s.db.SelectContext(ctx, &rows, `SELECT definition_id, count(*) AS n FROM actual_lrps
+WHERE process_guid = $1 AND state = 'RUNNING' AND NOT not_ready AND NOT retiring
+GROUP BY definition_id`, guid)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	out := make(map[string]int32, len(rows))
+	for _, r := range rows {
+		out[r.Def] = r.N
+	}
+	return out, nil
+}

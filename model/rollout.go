@@ -189,6 +189,9 @@ const (
 	FailureProgressDeadline = "progress_deadline"
 	// FailureAborted: an operator aborted the rollout.
 	FailureAborted = "aborted"
+	// FailureCapacity: a weighted step's capacity guard refused its weight (a platform
+	// failure: the rollout pauses for a human, it never reverts for it).
+	FailureCapacity = "capacity"
 )
 
 // RolloutFailure says why a rollout (or its revert) failed: which index and instance of which

@@ -392,9 +392,6 @@ func (s *RolloutStrategy) Supported() error {
 	}
 	if s.Canary != nil {
 		for i, st := range s.Canary.Steps {
-			if st.Weight != nil {
-				return notYet(fmt.Sprintf("strategy.canary.steps[%d].weight (traffic-weighted canaries)", i))
-			}
 			if st.Analysis {
 				return notYet(fmt.Sprintf("strategy.canary.steps[%d].analysis (canary analysis)", i))
 			}

@@ -147,7 +147,7 @@ func TestSupportedRefusesWhatTheEngineDoesNotDoYet(t *testing.T) {
 	for _, tc := range []struct{ raw, mention string }{
 		{`{"max_in_flight": 5, "index_deadline_ms": 2000, "on_failure": "continue", "failure": {"max_crashes": 2}}`, ""},
 		{`{"analysis": {"background": false, "min_requests": 5}}`, ""},
-		{`{"canary": {"steps": [{"weight": 10}]}}`, "weight"},
+		{`{"canary": {"steps": [{"weight": 10}, {"instances": 1, "weight": 0}]}}`, ""},
 		{`{"canary": {"steps": [{"instances": 1, "analysis": true}]}}`, "analysis"},
 		{`{"canary": {"steps": [{"instances": 1, "pause_ms": 1000}, {"instances": 2, "promote": "manual"}]}}`, ""},
 		{`{"on_failure": "revert"}`, ""},

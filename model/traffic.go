@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	"regexp"
+	"time"
 )
 
 // EventTrafficChanged carries a TrafficSplit: the routers apply it as it arrives and report
@@ -132,3 +133,39 @@ func LatencyBucket(ms float64) int {
 	}
 	return i
 }
+
+// DefaultWeightHeadroom is how much more than an even share of the requests one instance
+// may be given by a weight (ROLLOUTS-NEXT.md section 5's capacity guard): 2×.
+const DefaultWeightHeadroom = 2.0
+
+// WeightInstances is the capacity guard's arithmetic for a weight of the new definition
+// over n instances: the fewest instances of the new definition, and of the others, that
+// keep each one's load within headroom times an even share (weight·n/k ≤ headroom·100).
+func WeightInstances(weight, n int32, headroom float64) (newMin, oldMin int32) {
+	need := func(w int32) int32 {
+		if w <= 0 {
+			return 0
+		}
+		return int32(math.Ceil(float64(w)*float64(n)/(100*headroom) - 1e-9))
+	}
+	return need(weight), need(100 - weight)
+}
+
+// CheckWeightCapacity refuses, with the reason, a weight of the new definition that the
+// instances able to serve (newK of it, oldK of the others) cannot carry within headroom.
+func CheckWeightCapacity(weight, newK, oldK int32, headroom float64) error {
+	newMin, oldMin := WeightInstances(weight, newK+oldK, headroom)
+	switch {
+	case newK < newMin:
+		return Errorf(ErrInvalidRequest, "weight %d %% needs %d routable instances of the new definition to keep each within %.1f× an even share of %d instances; it has %d",
+			weight, newMin, headroom, newK+oldK, newK)
+	case oldK < oldMin:
+		return Errorf(ErrInvalidRequest, "weight %d %% leaves %d %% to %d routable instances of the other definitions, which needs %d to keep each within %.1f× an even share",
+			weight, 100-weight, oldK, oldMin, headroom)
+	}
+	return nil
+}
+
+// RouterLiveness is how long a router counts as live after its last report (it reports
+// every second): a weighted step waits for the acknowledgement of every live router.
+const RouterLiveness = 5 * time.Second

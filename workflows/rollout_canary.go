@@ -22,7 +22,7 @@ func (r *rollout) canaryActive() bool {
 // atStep says whether the forward walk has reached its current step's count: no index
 // beyond it starts until the step is left.
 func (r *rollout) atStep() bool {
-	return r.canaryActive() && r.walked.NextIndex >= r.in.Canary[r.walked.Step].Instances
+	return r.canaryActive() && r.walked.NextIndex >= r.stepTarget()
 }
 
 // stepLimit bounds the indices an index run from index from may decide: up to the current
@@ -31,7 +31,7 @@ func (r *rollout) stepLimit(from int32) int {
 	if !r.canaryActive() {
 		return int(^uint(0) >> 1)
 	}
-	return max(int(r.in.Canary[r.walked.Step].Instances-from), 1)
+	return max(int(r.stepTarget()-from), 1)
 }
 
 // holdAtStep begins the hold of a step the walk has reached with nothing in flight. on says
@@ -42,6 +42,9 @@ func (r *rollout) holdAtStep() (on, began bool) {
 		return false, false
 	}
 	st := r.in.Canary[r.walked.Step]
+	if st.Weight != nil && !r.weightAcked() {
+		return false, r.setStepWeight(*st.Weight)
+	}
 	switch {
 	case st.Manual:
 		r.walked.StepHold = "manual"
@@ -62,7 +65,7 @@ func (r *rollout) leaveStep(full bool) {
 	if full {
 		r.walked.Step = len(r.in.Canary)
 	}
-	r.walked.StepHold, r.walked.StepUntil, r.stepTimer = "", 0, nil
+	r.walked.StepHold, r.walked.StepUntil, r.stepTimer, r.trafficWait = "", 0, nil, nil
 }
 
 // addStepTimer makes sel end a timed step's pause when it is over.

@@ -208,6 +208,8 @@ func (r *rollout) onSupersede(sig SupersedeSignal) bool {
 		r.in.Failure, r.in.MinReady, r.in.ProgressDeadline, r.in.Canary = sig.Failure, sig.MinReady, sig.ProgressDeadline, sig.Canary
 	}
 	r.walked.Step, r.walked.StepHold, r.walked.StepUntil, r.stepTimer = 0, "", 0, nil
+	// The supersede's start gave the LRP back to routing by instances.
+	r.walked.Traffic, r.trafficWait = nil, nil
 	// Failures and the progress deadline belong to the rollout the supersede ended.
 	r.walked.Failed, r.walked.Failure, r.walked.RevertFailure, r.walked.Reverting = nil, nil, nil, false
 	r.walked.ProgressDeadlineAt, r.progressTimer = 0, nil

@@ -185,18 +185,21 @@ func (rc *RolloutClient) Input(r *model.Rollout, domain string) RolloutInput {
 		Canary:           canarySteps(r.Strategy)}
 }
 
-// canarySteps are a resolved strategy's canary steps (by instances: weights are refused
-// before a rollout starts). A step without a promote mode is "auto".
+// canarySteps are a resolved strategy's canary steps. A step without a promote mode is
+// "auto"; a step's instances are cumulative, so one without carries the count before it.
 func canarySteps(s *model.RolloutStrategy) []CanaryStep {
 	if s == nil || s.Canary == nil {
 		return nil
 	}
 	var out []CanaryStep
+	prev := int32(0)
 	for _, st := range s.Canary.Steps {
-		c := CanaryStep{Manual: st.Promote != nil && *st.Promote == model.PromoteManual}
+		c := CanaryStep{Manual: st.Promote != nil && *st.Promote == model.PromoteManual, Instances: prev}
 		if st.Instances != nil {
 			c.Instances = *st.Instances
 		}
+		prev = c.Instances
+		c.Weight = st.Weight
 		if st.PauseMS != nil {
 			c.Pause = time.Duration(*st.PauseMS) * time.Millisecond
 		}

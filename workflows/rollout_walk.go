@@ -125,6 +125,7 @@ func (r *rollout) walk() stopCause {
 	r.stop = stopNone
 	for {
 		walkedAll := false
+		r.steerTraffic()
 		// An index run walks the indices after its own: nothing else starts beside it.
 		for !r.phase.held() && r.stop == stopNone && !r.wantContinueAsNew() && len(r.inFlight) < r.limit() && !r.runInFlight() && !r.atStep() {
 			i, ok, err := r.nextIndex()
@@ -175,11 +176,14 @@ func (r *rollout) walk() stopCause {
 		r.addSignals(sel, &changed)
 		r.addProgressDeadline(sel, &changed)
 		r.addStepTimer(sel, &changed)
+		r.addTrafficWait(sel, &changed)
 		sel.Select(r.ctx)
 		// Steps that ended together, and signals that came with them, are taken in one go.
 		for sel.HasPending() {
 			sel.Select(r.ctx)
 		}
+		// A walk back takes the new definition's weight to 0 before any instance is touched.
+		r.steerTraffic()
 		r.steerRuns()
 		// Once the walk is ending, the main loop records progress for the next one.
 		if changed && r.stop == stopNone && !r.ranToEnd {
