@@ -53,6 +53,9 @@ type world struct {
 	await func(in activities.AwaitRunningInput) (activities.AwaitRunningOutput, error)
 	// legacy runs the workflow as the type recorded before workflows.RolloutWorkflowType.
 	legacy bool
+	// generation counts SetTraffic calls; refuseWeight makes the capacity guard refuse.
+	generation   int64
+	refuseWeight bool
 }
 
 // execute runs the rollout workflow with in, as workflows.RolloutWorkflowType unless legacy.
@@ -166,6 +169,29 @@ func newWorld(t *testing.T, instances int32) *world {
 				return activities.StartRollbackOutput{}, temporal.NewNonRetryableApplicationError("no such definition", string(model.ErrResourceNotFound), nil)
 			}
 			return activities.StartRollbackOutput{RolloutID: "rb", FromDefinitionID: "def1", ToDefinitionID: in.DefinitionID, Kind: model.RolloutKindRollback}, nil
+		})
+	env.OnActivity(rollouts.SetTraffic, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.SetTrafficInput) (activities.SetTrafficOutput, error) {
+			w.mu.Lock()
+			w.generation++
+			gen := w.generation
+			refuse := w.refuseWeight
+			w.mu.Unlock()
+			switch {
+			case in.Clear:
+				w.record("traffic clear")
+			case in.Guard && refuse:
+				w.record(fmt.Sprintf("traffic refused %d", in.Weight))
+				return activities.SetTrafficOutput{Refused: "not enough instances"}, nil
+			default:
+				w.record(fmt.Sprintf("traffic %s %d", in.ToDefinitionID, in.Weight))
+			}
+			return activities.SetTrafficOutput{Split: model.TrafficSplit{Generation: gen}}, nil
+		})
+	env.OnActivity(rollouts.AwaitTraffic, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.AwaitTrafficInput) (activities.AwaitTrafficOutput, error) {
+			w.record(fmt.Sprintf("acked %d", in.Generation))
+			return activities.AwaitTrafficOutput{Acked: true}, nil
 		})
 	env.OnActivity(rollouts.PruneDefinition, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.PruneDefinitionInput) (activities.PruneDefinitionOutput, error) {
