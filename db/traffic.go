@@ -61,6 +61,35 @@ func (s *Store) SetTraffic(ctx context.Context, rolloutID string, weights map[st
 	return out, err
 }
 
+// WithdrawWeight takes the new definition's weight of the rollout in progress rolloutID to
+// 0 when its LRP routes by weight — the first thing an abort or a cancel does, before the
+// workflow hears of it (the workflow then sets the same split, which keeps its generation).
+// An LRP routed by instances is left as it is: its new definition's instances still carry
+// their share until the walk back replaces them. changed says whether it wrote.
+func (s *Store) WithdrawWeight(ctx context.Context, rolloutID string) (changed bool, err error) {
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		r, err := lockRolloutAfterLRP(ctx, tx, rolloutID)
+		if err != nil || !r.InProgress() {
+			return err
+		}
+		var raw jsonText
+		if err := tx.GetContext(ctx, &raw, `SELECT traffic FROM desired_lrps WHERE process_guid = $1`, r.ProcessGUID); err != nil {
+			return err
+		}
+		have, err := decodeWeights(raw)
+		if err != nil || have[r.ToDefinitionID] == 0 {
+			return err
+		}
+		split, err := writeTraffic(ctx, tx, r.ProcessGUID, map[string]int32{r.ToDefinitionID: 0}, "")
+		if err != nil {
+			return err
+		}
+		changed = true
+		return appendEvents(ctx, tx, event(model.EventTrafficChanged, split))
+	})
+	return changed, err
+}
+
 // clearTraffic gives an LRP whose split is weighted back to routing by instances, with its
 // event; an LRP routed by instances is left as it is.
 func clearTraffic(ctx context.Context, tx *sqlx.Tx, guid string) error {

@@ -115,3 +115,32 @@ func TestRouterTelemetryMergesAndRestarts(t *testing.T) {
 		t.Fatalf("after a restart: %+v", got)
 	}
 }
+
+// An abort withdraws the new definition's weight in the store at once when the LRP routes by
+// weight, and leaves an LRP routed by instances as it is; the workflow's own weight of 0
+// afterwards is the same split, under the same generation.
+func TestWithdrawWeightOnlyFromAWeightedSplit(t *testing.T) {
+	s := dbtest.NewStore(t)
+	desire(t, s, newLRP("app", 4))
+	st, err := s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindUpdate, Definition: newDef("v2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := st.Rollout.ID
+	if changed, err := s.WithdrawWeight(ctx, id); err != nil || changed {
+		t.Fatalf("an LRP routed by instances: changed %v, %v", changed, err)
+	}
+	if _, err := s.SetTraffic(ctx, id, map[string]int32{"v2": 10}); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := s.WithdrawWeight(ctx, id); err != nil || !changed {
+		t.Fatalf("a weighted LRP: changed %v, %v", changed, err)
+	}
+	split, err := s.SetTraffic(ctx, id, map[string]int32{"v2": 0})
+	if err != nil || split.Generation != 2 {
+		t.Fatalf("the workflow's weight of 0 after the withdrawal: %+v %v", split, err)
+	}
+	if changed, _ := s.WithdrawWeight(ctx, id); changed {
+		t.Fatal("a second withdrawal changed the split")
+	}
+}
