@@ -59,8 +59,10 @@ JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.live`+
 				ActiveDefinitionID:  r.ActiveDefinitionID,
 				HealthyDefinitionID: r.HealthyDefinitionID.String,
 				RolloutStrategy:     strategy,
-				Traffic:             model.TrafficSplit{ProcessGUID: r.ProcessGUID, Generation: r.TrafficGeneration, Weights: weights},
 			})
+			if r.TrafficGeneration > 0 {
+				out[len(out)-1].Traffic = &model.TrafficSplit{ProcessGUID: r.ProcessGUID, Generation: r.TrafficGeneration, Weights: weights}
+			}
 		}
 		def, err := r.Def.model()
 		if err != nil {

@@ -34,7 +34,7 @@ func TestTrafficSplitGenerationsAndTheRolloutsEnd(t *testing.T) {
 		t.Fatalf("%d traffic events after one change", n)
 	}
 	dep, err := s.LRPDeploymentByProcessGUID(ctx, "app")
-	if err != nil || dep.Traffic.Generation != 1 || dep.Traffic.Weights["v2"] != 10 {
+	if err != nil || dep.Traffic == nil || dep.Traffic.Generation != 1 || dep.Traffic.Weights["v2"] != 10 {
 		t.Fatalf("the LRP reads %+v %v", dep.Traffic, err)
 	}
 	if err := s.RecordTrafficAcked(ctx, id, split); err != nil {
@@ -142,5 +142,20 @@ func TestWithdrawWeightOnlyFromAWeightedSplit(t *testing.T) {
 	}
 	if changed, _ := s.WithdrawWeight(ctx, id); changed {
 		t.Fatal("a second withdrawal changed the split")
+	}
+}
+
+// A weight the LRP's instances cannot carry at all is refused at the start, nothing written.
+func TestWeightTheInstancesCannotCarryIsRefused(t *testing.T) {
+	s := dbtest.NewStore(t)
+	desire(t, s, newLRP("app", 1))
+	_, err := s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindUpdate, Definition: newDef("v2"),
+		Strategy: strategy(t, `{"canary": {"steps": [{"weight": 10}]}}`)})
+	wantType(t, err, model.ErrInvalidRequest)
+	if n := count(t, s, `SELECT count(*) FROM rollouts`); n != 0 {
+		t.Fatalf("%d rollouts after a refused start", n)
+	}
+	if n := count(t, s, `SELECT count(*) FROM lrp_definitions WHERE definition_id = 'v2'`); n != 0 {
+		t.Fatal("the refused start stored its definition")
 	}
 }

@@ -44,7 +44,10 @@ type LRP struct {
 
 // LRPFromDeployment reads the cf-router routes and definition ports of a deployment.
 func LRPFromDeployment(d *model.LRPDeployment) LRP {
-	l := LRP{ProcessGUID: d.ProcessGUID, Ports: map[string][]uint32{}, Traffic: d.Traffic}
+	l := LRP{ProcessGUID: d.ProcessGUID, Ports: map[string][]uint32{}}
+	if d.Traffic != nil {
+		l.Traffic = *d.Traffic
+	}
 	if raw, ok := d.Routes["cf-router"]; ok {
 		_ = json.Unmarshal(raw, &l.Routes) // an opaque value that is not cf-router JSON routes nothing
 	}
