@@ -101,7 +101,7 @@ fuzz:
 	$(GO) test ./api -run '^$$' -fuzz FuzzDecodeRequests -fuzztime 60s
 	$(GO) test ./protocol -run '^$$' -fuzz FuzzRequests -fuzztime 60s
 
-## proto: regenerate protocol/pb/*.pb.go from the .proto files (commit the result; builds need no protoc).
+## proto: regenerate protocol/pb/*.pb.go and the Ruby bindings *_pb.rb from the .proto files (commit the result; builds need no protoc).
 proto:
 	GO=$(GO) PROTOC_VERSION=$(PROTOC_VERSION) PROTOC_GEN_GO_VERSION=$(PROTOC_GEN_GO_VERSION) protocol/pb/gen.sh write
 
