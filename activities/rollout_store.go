@@ -62,4 +62,6 @@ type RolloutStore interface {
 	PruneDefinition(ctx context.Context, guid, def string) (pruned bool, err error)
 	// TrafficStore keeps the LRP's traffic split and the routers' acknowledgements.
 	TrafficStore
+	// AnalysisStore measures windows of the routers' telemetry and keeps verdicts.
+	AnalysisStore
 }

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"database/sql"
 	"strings"
 
@@ -37,6 +38,7 @@ type rolloutRow struct {
 	// Traffic is the split the routers last acknowledged (NULL: by instances).
 	Traffic           jsonText `db:"traffic"`
 	TrafficGeneration int64    `db:"traffic_generation"`
+	Analysis          jsonText `db:"analysis"`
 }
 
 // inProgressStates is model.RolloutStatesInProgress as an SQL list for `state IN`: literals
@@ -58,7 +60,7 @@ const rolloutColumns = `id, process_guid, kind, from_definition_id, to_definitio
     (extract(epoch FROM started_at) * 1e9)::bigint AS started_at,
     (extract(epoch FROM finished_at) * 1e9)::bigint AS finished_at,
     workflow_id, run_id, reason, strategy, failure, revert_failure, reverted_to, phase, step,
-    last_control, traffic, traffic_generation`
+    last_control, traffic, traffic_generation, analysis`
 
 func (r *rolloutRow) model() model.Rollout {
 	given := []int32(r.GivenUpIndices)
@@ -74,6 +76,10 @@ func (r *rolloutRow) model() model.Rollout {
 		step = &r.Step.Int32
 	}
 	traffic, _ := decodeWeights(r.Traffic) // the store's own JSON
+	analysis := []model.AnalysisVerdict{}
+	if r.Analysis != nil {
+		_ = json.Unmarshal(r.Analysis, &analysis)
+	}
 	total := 0
 	if s := r.Strategy.s; s != nil && s.Canary != nil {
 		total = len(s.Canary.Steps)
@@ -85,7 +91,7 @@ func (r *rolloutRow) model() model.Rollout {
 		GivenUpIndices: given, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt.Int64,
 		WorkflowID: r.WorkflowID, RunID: r.RunID, Reason: r.Reason, Strategy: r.Strategy.s,
 		Failure: r.Failure.f, RevertFailure: r.RevertFailure.f, RevertedTo: r.RevertedTo,
-		LastControl: r.LastControl, Traffic: traffic, TrafficGeneration: r.TrafficGeneration,
+		LastControl: r.LastControl, Traffic: traffic, TrafficGeneration: r.TrafficGeneration, Analysis: analysis,
 	}
 }
 

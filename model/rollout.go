@@ -122,6 +122,8 @@ type Rollout struct {
 	// TrafficGeneration its generation (ROLLOUTS-NEXT.md sections 2 and 5).
 	Traffic           map[string]int32 `json:"traffic,omitempty"`
 	TrafficGeneration int64            `json:"traffic_generation,omitempty"`
+	// Analysis are the verdicts of canary against baseline, in the order they were given.
+	Analysis []AnalysisVerdict `json:"analysis"`
 }
 
 // RolloutStatesInProgress are the states of a rollout still under way: walking, paused
