@@ -179,7 +179,7 @@ func (f *cfAuthFlags) auth() (*sshproxy.CFAuth, error) {
 	}
 	tlsCfg, err := (&boot.ClientTLS{CAFile: *f.caFile}).Config()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--cf-ca-file: %w", err)
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = tlsCfg
