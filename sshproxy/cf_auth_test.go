@@ -198,7 +198,7 @@ func TestCFRefusalsSayWhy(t *testing.T) {
 	cf.apps["no-ssh"] = http.StatusBadRequest
 	s := startStack(t, goodRoute, withCF(cf), func(c *Config) { c.MaxFailedLogins = 100 })
 	for _, tc := range []struct {
-		user, code, want          string
+		user, code, want    string
 		exchanges, accesses int
 	}{
 		{"cf:app-1", cf.code("c1"), "has no /<index> after the app guid", 0, 0},
