@@ -44,6 +44,8 @@ const (
 	// holding at a manual step until a promote.
 	PhaseCanary            = "canary"
 	PhaseAwaitingPromotion = "awaiting_promotion"
+	// PhaseAnalyzing: at a canary step whose analysis window runs.
+	PhaseAnalyzing = "analyzing"
 	PhasePaused            = "paused"
 	PhaseReverting         = "reverting"
 	PhaseCompleted         = "completed"

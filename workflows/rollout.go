@@ -96,6 +96,9 @@ type RolloutInput struct {
 	// DefaultTrafficBound).
 	WeightHeadroom float64       `json:"weight_headroom,omitempty"`
 	TrafficBound   time.Duration `json:"traffic_bound,omitempty"`
+	// Analysis is the resolved strategy's analysis, for steps with analysis and a background
+	// analysis (nil: neither).
+	Analysis *model.AnalysisPolicy `json:"analysis,omitempty"`
 
 	// RolloutCarried is zero on a fresh start; a run that continues as new fills it in.
 	RolloutCarried
@@ -108,6 +111,8 @@ type CanaryStep struct {
 	// Weight, when set, is the new definition's share of the LRP's requests in percent while
 	// the walk holds at the step (rollout_traffic.go); nil routes by instances.
 	Weight *int32 `json:"weight,omitempty"`
+	// Analysis judges the canary against the baseline during the step (rollout_analysis.go).
+	Analysis bool `json:"analysis,omitempty"`
 	Pause     time.Duration `json:"pause,omitempty"`
 	Manual    bool          `json:"manual,omitempty"`
 }
@@ -174,6 +179,20 @@ type RolloutWalk struct {
 	ProgressDeadlineAt int64 `json:"progress_deadline_at,omitempty"`
 	// Traffic is the split the rollout set on its LRP (nil: by instances).
 	Traffic *WalkTraffic `json:"traffic,omitempty"`
+	// Analysis is where a step's analysis stands; Background the background analysis's.
+	Analysis   *WalkAnalysis `json:"analysis,omitempty"`
+	Background *WalkAnalysis `json:"background,omitempty"`
+}
+
+// WalkAnalysis is an analysis under way: at which step (-1: the background one), how many
+// windows it judged, when the current window ends and when the step's analysis does (Unix
+// nanoseconds of workflow time), and whether the step's is done.
+type WalkAnalysis struct {
+	Step   int   `json:"step"`
+	Window int   `json:"window"`
+	Next   int64 `json:"next"`
+	Until  int64 `json:"until,omitempty"`
+	Done   bool  `json:"done,omitempty"`
 }
 
 // WalkTraffic is the weight a rollout gave its new definition: at which canary step, under
@@ -215,6 +234,8 @@ type SupersedeSignal struct {
 	MinReady         time.Duration  `json:"min_ready,omitempty"`
 	ProgressDeadline time.Duration  `json:"progress_deadline,omitempty"`
 	Canary           []CanaryStep   `json:"canary,omitempty"`
+	// Analysis is the new rollout's analysis (nil: none).
+	Analysis *model.AnalysisPolicy `json:"analysis,omitempty"`
 }
 
 // AbortSignal is the payload of SignalAbort.
@@ -361,6 +382,10 @@ type rollout struct {
 	stepTimer workflow.Future
 	// trafficWait ends when the routers acknowledged a step's weight (nil when no wait runs).
 	trafficWait workflow.Future
+	// analysisTimer and backgroundTimer end the current analysis windows; analysisDue and
+	// backgroundDue say a window ended, to be judged by the main loop.
+	analysisTimer, backgroundTimer workflow.Future
+	analysisDue, backgroundDue     bool
 	// progressTimer fires at the progress deadline (nil until the walk sets it, and after it
 	// fired or the rollout no longer walks forward).
 	progressTimer workflow.Future

@@ -45,10 +45,13 @@ func (r *rollout) holdAtStep() (on, began bool) {
 	if st.Weight != nil && !r.weightAcked() {
 		return false, r.setStepWeight(*st.Weight)
 	}
+	if st.Analysis && !r.stepAnalyzed() {
+		return false, r.beginStepAnalysis(st)
+	}
 	switch {
 	case st.Manual:
 		r.walked.StepHold = "manual"
-	case st.Pause > 0:
+	case st.Pause > 0 && !st.Analysis: // a step's analysis took its pause
 		r.walked.StepHold = "pause"
 		r.walked.StepUntil = workflow.Now(r.ctx).Add(st.Pause).UnixNano()
 	default:
@@ -66,6 +69,7 @@ func (r *rollout) leaveStep(full bool) {
 		r.walked.Step = len(r.in.Canary)
 	}
 	r.walked.StepHold, r.walked.StepUntil, r.stepTimer, r.trafficWait = "", 0, nil, nil
+	r.analysisTimer, r.analysisDue = nil, false
 }
 
 // addStepTimer makes sel end a timed step's pause when it is over.
@@ -105,6 +109,8 @@ func (r *rollout) canaryPhase() string {
 		return ""
 	case r.walked.StepHold == "manual":
 		return model.PhaseAwaitingPromotion
+	case r.walked.StepHold == "analysis":
+		return model.PhaseAnalyzing
 	case r.canaryActive():
 		return model.PhaseCanary
 	}

@@ -402,6 +402,16 @@ func (m *memStore) RoutableCounts(context.Context, string) (map[string]int32, er
 	return out, nil
 }
 
+// TakeAnalysisMark and AnalysisWindow measure a healthy canary: every window passes.
+func (m *memStore) TakeAnalysisMark(context.Context, string, string, string) (int64, error) { return 1, nil }
+
+func (m *memStore) AnalysisWindow(context.Context, string, string, string, string, string) (db.AnalysisWindow, error) {
+	side := model.AnalysisSide{Requests: 1000, P50MS: 2, P99MS: 5, Instances: 1}
+	return db.AnalysisWindow{Canary: side, Baseline: side}, nil
+}
+
+func (m *memStore) RecordVerdict(context.Context, string, model.AnalysisVerdict) error { return nil }
+
 func (m *memStore) defs() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -126,7 +126,7 @@ func StartRollout(ctx context.Context, c client.Client, taskQueue string, in Rol
 func SupersedeRollout(ctx context.Context, c client.Client, taskQueue string, in RolloutInput) error {
 	sig := SupersedeSignal{RolloutID: in.RolloutID, ToDefinitionID: in.ToDefinitionID, Kind: in.Kind,
 		FromDefinitionID: in.FromDefinitionID, MaxInFlight: in.MaxInFlight, IndexDeadline: in.IndexDeadline, Failure: in.Failure,
-		MinReady: in.MinReady, ProgressDeadline: in.ProgressDeadline, Canary: in.Canary}
+		MinReady: in.MinReady, ProgressDeadline: in.ProgressDeadline, Canary: in.Canary, Analysis: in.Analysis}
 	err := startRollout(taskQueue, in, func(opts client.StartWorkflowOptions) error {
 		_, err := c.SignalWithStartWorkflow(ctx, model.RolloutWorkflowID(in.ProcessGUID), SignalSupersede, sig, opts, RolloutWorkflowType, in)
 		return err
@@ -182,7 +182,25 @@ func (rc *RolloutClient) Input(r *model.Rollout, domain string) RolloutInput {
 		MaxInFlight: r.Strategy.MaxInFlightOr(rc.MaxInFlight), IndexDeadline: deadline, Runs: true, WalkByRuns: true,
 		Failure: failurePolicy(r.Strategy), MinReady: millis(r.Strategy, func(s *model.RolloutStrategy) *int64 { return s.MinReadyMS }),
 		ProgressDeadline: millis(r.Strategy, func(s *model.RolloutStrategy) *int64 { return s.ProgressDeadlineMS }),
-		Canary:           canarySteps(r.Strategy)}
+		Canary:           canarySteps(r.Strategy), Analysis: analysisPolicy(r.Strategy)}
+}
+
+// analysisPolicy is a resolved strategy's analysis when a step or the background uses it.
+func analysisPolicy(s *model.RolloutStrategy) *model.AnalysisPolicy {
+	if s == nil {
+		return nil
+	}
+	used := s.Analysis != nil && s.Analysis.Background != nil && *s.Analysis.Background
+	if s.Canary != nil {
+		for _, st := range s.Canary.Steps {
+			used = used || st.Analysis
+		}
+	}
+	if !used {
+		return nil
+	}
+	p := s.Analysis.Policy()
+	return &p
 }
 
 // canarySteps are a resolved strategy's canary steps. A step without a promote mode is
@@ -199,7 +217,7 @@ func canarySteps(s *model.RolloutStrategy) []CanaryStep {
 			c.Instances = *st.Instances
 		}
 		prev = c.Instances
-		c.Weight = st.Weight
+		c.Weight, c.Analysis = st.Weight, st.Analysis
 		if st.PauseMS != nil {
 			c.Pause = time.Duration(*st.PauseMS) * time.Millisecond
 		}

@@ -56,6 +56,8 @@ type world struct {
 	// generation counts SetTraffic calls; refuseWeight makes the capacity guard refuse.
 	generation   int64
 	refuseWeight bool
+	// verdicts are JudgeAnalysis's answers by window (default: pass).
+	verdicts map[string]string
 }
 
 // execute runs the rollout workflow with in, as workflows.RolloutWorkflowType unless legacy.
@@ -192,6 +194,22 @@ func newWorld(t *testing.T, instances int32) *world {
 		func(_ context.Context, in activities.AwaitTrafficInput) (activities.AwaitTrafficOutput, error) {
 			w.record(fmt.Sprintf("acked %d", in.Generation))
 			return activities.AwaitTrafficOutput{Acked: true}, nil
+		})
+	env.OnActivity(rollouts.MarkAnalysis, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.MarkAnalysisInput) (activities.MarkAnalysisOutput, error) {
+			w.record("mark " + in.Name)
+			return activities.MarkAnalysisOutput{}, nil
+		})
+	env.OnActivity(rollouts.JudgeAnalysis, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.JudgeAnalysisInput) (model.AnalysisVerdict, error) {
+			w.mu.Lock()
+			verdict := w.verdicts[in.Window]
+			w.mu.Unlock()
+			if verdict == "" {
+				verdict = model.VerdictPass
+			}
+			w.record("judge " + in.Window + " " + verdict)
+			return model.AnalysisVerdict{Window: in.Window, Verdict: verdict, Reason: "as the test says"}, nil
 		})
 	env.OnActivity(rollouts.PruneDefinition, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.PruneDefinitionInput) (activities.PruneDefinitionOutput, error) {
