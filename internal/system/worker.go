@@ -84,6 +84,7 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 		Events:    cfg.Events,
 		TaskStore: cfg.Store, TaskConverge: cfg.Store, TaskOptions: cfg.Tasks,
 		Callbacks: &workflows.TaskCallbackClient{Client: cfg.Temporal, TaskQueue: queue},
+		Analysis:  cfg.Rollouts.analysisProviders(),
 	}
 	if cfg.Metrics != nil {
 		deps.ConvergeMetrics, deps.Fleet = metrics.NewConvergence(cfg.Metrics), cfg.Store
