@@ -150,5 +150,42 @@ func TestWeightedCanaryThroughTheRouter(t *testing.T) {
 		t.Errorf("%d requests reached v3 after its weight went to 0", later-v3)
 	}
 	s.finish(t, n, "abort at 10 %")
-	traffic.finish(t, "weighted canary, promote and abort")
+
+	// A release that answers 5 % of requests with 500 fails analysis at its 20 % step and
+	// is reverted, weight first.
+	s = d.sample("web", n)
+	bad := demoDefinition("v4", "v4")
+	bad["env"] = []obj{{"name": "DEMO_VERSION", "value": "v4"}, {"name": "DEMO_ERROR_RATE", "value": "0.05"}}
+	strategy = obj{"canary": obj{"steps": []obj{{"weight": 20, "pause_ms": 60000, "analysis": true}}},
+		"analysis": obj{"interval_ms": 3000, "min_requests": 100}}
+	d.api.mustPost("/v1/desired_lrp/update", obj{"process_guid": "web", "update": obj{"definition": bad, "strategy": strategy}}, nil)
+	var verdicts []obj
+	d.waitFor(t, "the analysis to fail v4 and revert it", 90*time.Second, func() bool {
+		var resp struct {
+			Rollout struct {
+				State      string `json:"state"`
+				RevertedTo string `json:"reverted_to"`
+				Failure    *struct {
+					Reason string `json:"reason"`
+					Kind   string `json:"kind"`
+				} `json:"failure"`
+				Analysis []obj `json:"analysis"`
+			} `json:"rollout"`
+		}
+		d.api.mustPost("/v1/rollouts/get", obj{"process_guid": "web"}, &resp)
+		r := resp.Rollout
+		verdicts = r.Analysis
+		return r.State == "reverted" && r.RevertedTo == "v2" && r.Failure != nil && r.Failure.Reason == "analysis" &&
+			r.Failure.Kind == "app" && d.allOn("web", "v2", n)
+	})
+	last := verdicts[len(verdicts)-1]
+	t.Logf("v4's verdicts: %v", verdicts)
+	if last["verdict"] != "fail" || last["canary"].(map[string]any)["error_rate"].(float64) == 0 {
+		t.Fatalf("the last verdict %v", last)
+	}
+	s.finish(t, n, "v4 failed analysis and reverted")
+	traffic.finish(t, "weighted canary, promote, abort and a failed analysis")
+	if traffic.appErrors["v4"] == 0 {
+		t.Errorf("v4 answered no 500 although it fails 5 %% of requests")
+	}
 }
