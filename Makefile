@@ -100,6 +100,7 @@ soak: bin/bbs $(CURDIR)/bin/temporal-server
 fuzz:
 	$(GO) test ./api -run '^$$' -fuzz FuzzDecodeRequests -fuzztime 60s
 	$(GO) test ./protocol -run '^$$' -fuzz FuzzRequests -fuzztime 60s
+	$(GO) test ./analysis -run '^$$' -fuzz FuzzDecodeResult -fuzztime 30s
 
 ## proto: regenerate protocol/pb/*.pb.go and the Ruby bindings *_pb.rb from the .proto files (commit the result; builds need no protoc).
 proto:
