@@ -17,16 +17,19 @@ import (
 // touched. The router splits the requests by definition weight and counts them per
 // definition; the rollout compares canary with baseline over the same windows.
 
-// Analysis windows of the demo: at 200 requests per second a 10 % canary gets about 80
+// Analysis windows of the demo: at 200 requests per second a 10 % canary gets 50–80
 // requests a window, enough for min_requests and for 5 % errors to stand out against a
-// baseline without any (the judge wants ≥ 4 errors of 80 here, which a 5 % release gives in
-// more than half the windows; the whole step's 240 requests, and the 50 % step's 400, almost
-// surely).
+// baseline without any (the judge wants 3–4 errors of that many, which a 5 % release gives
+// in about half the windows; the whole step's ~200 requests almost surely, and should they
+// not, the 50 % step's ~400 do). The p99 bound is wider than the contract's 250 ms default:
+// a canary window's p99 is about its slowest request, and the demo shares two cores with
+// whatever else runs, so one request stalled by the scheduler must not fail a good release.
 const (
 	canaryInterval    = 4 * time.Second
 	canaryFirstPause  = 12 * time.Second // three windows, then the whole step
 	canarySecondPause = 4 * time.Second
 	canaryMinRequests = 50
+	canaryMaxP99Delta = time.Second
 	badErrorRate      = "0.05"
 )
 
@@ -42,7 +45,8 @@ func canaryStrategy() *model.RolloutStrategy {
 			{Weight: weight(10), PauseMS: ms(canaryFirstPause), Analysis: true},
 			{Weight: weight(50), PauseMS: ms(canarySecondPause), Analysis: true},
 		}},
-		Analysis: &model.RolloutAnalysis{IntervalMS: ms(canaryInterval), MinRequests: &minRequests, OnInconclusive: &fail},
+		Analysis: &model.RolloutAnalysis{IntervalMS: ms(canaryInterval), MinRequests: &minRequests,
+			MaxP99DeltaMS: ms(canaryMaxP99Delta), OnInconclusive: &fail},
 	}
 }
 
@@ -50,11 +54,11 @@ func canaryStrategy() *model.RolloutStrategy {
 // is promoted to every index.
 func (d *demo) goodCanary(ctx context.Context, from, to string) error {
 	d.begin(ctx, fmt.Sprintf("canary %s→%s, 10 %%→50 %% by weight", from, to), true)
-	r, err := d.canaryUpdate(ctx, d.definition(to), model.RolloutCompleted)
+	run, err := d.canaryUpdate(ctx, d.definition(to), model.RolloutCompleted)
 	if err != nil {
 		return err
 	}
-	d.rec.setAnalysis(d.rec.current(), to, r.Analysis, "promoted to every index")
+	d.rec.setAnalysis(d.rec.current(), to, run.rollout.Analysis, "promoted to every index")
 	if err := d.waitServed(ctx, to); err != nil {
 		return err
 	}
@@ -62,18 +66,18 @@ func (d *demo) goodCanary(ctx context.Context, from, to string) error {
 }
 
 // badCanary rolls out a release that answers 5 % of GET / with 500 (DEMO_ERROR_RATE): the
-// analysis fails it and the rollout reverts to `from`, the weight first. It logs when, after
-// the failed verdict, the routers took its weight to 0, it last answered and the revert
+// analysis fails it and the rollout reverts to `from`, the weight first. It logs when, from
+// the failed verdict, every router was seen at its weight 0, it last answered and the revert
 // ended.
 func (d *demo) badCanary(ctx context.Context, from, to string) error {
 	d.begin(ctx, fmt.Sprintf("canary %s→%s answering 5 %% 500s, reverted", from, to), true)
 	def := d.definition(to)
 	def.Env = append(def.Env, model.EnvironmentVariable{Name: "DEMO_ERROR_RATE", Value: badErrorRate})
-	r, err := d.canaryUpdate(ctx, def, model.RolloutReverted)
+	run, err := d.canaryUpdate(ctx, def, model.RolloutReverted)
 	if err != nil {
 		return err
 	}
-	reverted := time.Now()
+	r := run.rollout
 	if r.Failure == nil || r.Failure.Reason != model.FailureAnalysis {
 		return fatalf("the rollout to %s was reverted for %v, not a failed analysis", to, r.Failure)
 	}
@@ -81,8 +85,8 @@ func (d *demo) badCanary(ctx context.Context, from, to string) error {
 	if v := decisive(r.Analysis); v != nil {
 		outcome += fmt.Sprintf(" at step %s", stepName(v.Step))
 		failed := time.Unix(0, v.At)
-		d.logf("  after the failed verdict (%s): %s answered its last request %s later, in flight then; the revert ended %s later",
-			v.Window, to, sinceOrNever(failed, d.rec.lastAnswered(to)), reverted.Sub(failed).Round(10*time.Millisecond))
+		d.logf("  from the failed verdict (%s): every router at %s=0%% seen %s, %s's last answer %s, reverted %s",
+			v.Window, to, relative(failed, run.weightZero), to, relative(failed, d.rec.lastAnswered(to)), relative(failed, run.ended))
 	}
 	d.rec.setAnalysis(d.rec.current(), to, r.Analysis, outcome)
 	if err := d.waitServed(ctx, from); err != nil {
@@ -91,24 +95,35 @@ func (d *demo) badCanary(ctx context.Context, from, to string) error {
 	return sleep(ctx, d.settle)
 }
 
+// canaryRun is what the demo saw of a canary rollout: how it ended, when (by the demo's
+// polls) every router was first at the new definition's weight 0 during a revert, and when
+// the rollout was seen ended.
+type canaryRun struct {
+	rollout           *model.Rollout
+	weightZero, ended time.Time
+}
+
 // canaryUpdate updates the definition with the canary strategy and follows the rollout until
 // it ends, logging each change of phase, step and split and each verdict as it lands. It
 // fails unless the rollout ends in state want.
-func (d *demo) canaryUpdate(ctx context.Context, def *model.LRPDefinition, want string) (*model.Rollout, error) {
+func (d *demo) canaryUpdate(ctx context.Context, def *model.LRPDefinition, want string) (canaryRun, error) {
 	to := def.DefinitionID
 	d.logf("POST /v1/desired_lrp/update: definition %s, canary steps weight 10 %% (%s, analysis every %s), then 50 %% (%s, analysis)",
 		to, canaryFirstPause, canaryInterval, canarySecondPause)
 	if err := d.api.UpdateDesiredLRP(ctx, d.guid, &model.DesiredLRPUpdate{Definition: def, Strategy: canaryStrategy()}); err != nil {
-		return nil, err
+		return canaryRun{}, err
 	}
-	var last *model.Rollout
+	var run canaryRun
 	shown, logged := "", 0
 	err := d.waitFor(ctx, fmt.Sprintf("the rollout to %s to be %s", to, want), func() (bool, error) {
 		r, err := d.api.Rollout(ctx, d.guid)
 		if err != nil || r.ToDefinitionID != to {
 			return false, err
 		}
-		last = r
+		run.rollout = r
+		if w, ok := r.Traffic[to]; ok && w == 0 && r.Phase == model.PhaseReverting && run.weightZero.IsZero() {
+			run.weightZero = time.Now()
+		}
 		if now := describeRollout(r); now != shown {
 			shown = now
 			d.logf("  rollout %s", now)
@@ -118,6 +133,7 @@ func (d *demo) canaryUpdate(ctx context.Context, def *model.LRPDefinition, want 
 		}
 		switch {
 		case r.State == want:
+			run.ended = time.Now()
 			return true, nil
 		case !r.InProgress():
 			why := r.Reason
@@ -128,7 +144,7 @@ func (d *demo) canaryUpdate(ctx context.Context, def *model.LRPDefinition, want 
 		}
 		return false, nil
 	})
-	return last, err
+	return run, err
 }
 
 // fmtVerdict is one verdict as the demo logs it when it lands.
@@ -181,13 +197,13 @@ func stepName(step *int32) string {
 	return fmt.Sprint(*step)
 }
 
-// sinceOrNever is how long after t a later time came, or "never" when it did not.
-func sinceOrNever(t, later time.Time) string {
-	if later.IsZero() {
+// relative says when at came against t: "+37ms", "-117ms", or "never" for a zero time.
+func relative(t, at time.Time) string {
+	if at.IsZero() {
 		return "never"
 	}
-	if later.Before(t) {
-		return fmt.Sprintf("%s before it", t.Sub(later).Round(time.Millisecond))
+	if at.Before(t) {
+		return "-" + t.Sub(at).Round(time.Millisecond).String()
 	}
-	return later.Sub(t).Round(time.Millisecond).String()
+	return "+" + at.Sub(t).Round(time.Millisecond).String()
 }

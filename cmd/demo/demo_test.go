@@ -244,3 +244,36 @@ func TestAvailableTellsNoAnswerFromUnavailable(t *testing.T) {
 		t.Errorf("up: available = %v, %v; want true, nil", ok, err)
 	}
 }
+
+// TestCanaryStrategyIsValid: the strategy both canaries walk with passes the API's checks, so
+// the demo fails on what the system does, not on a request it refuses.
+func TestCanaryStrategyIsValid(t *testing.T) {
+	s := canaryStrategy()
+	if err := s.Validate(); err != nil {
+		t.Fatalf("the demo's canary strategy: %v", err)
+	}
+	if err := s.Supported(); err != nil {
+		t.Fatalf("the demo's canary strategy: %v", err)
+	}
+	p := s.Analysis.Policy()
+	if p.MinRequests != canaryMinRequests || p.Interval != canaryInterval.Milliseconds() || p.OnInconclusive != model.InconclusiveFail {
+		t.Errorf("resolved analysis policy %+v", p)
+	}
+}
+
+func TestRelative(t *testing.T) {
+	t0 := time.Now()
+	for _, tc := range []struct {
+		at   time.Time
+		want string
+	}{
+		{time.Time{}, "never"},
+		{t0.Add(ms(37)), "+37ms"},
+		{t0.Add(-ms(117)), "-117ms"},
+		{t0, "+0s"},
+	} {
+		if got := relative(t0, tc.at); got != tc.want {
+			t.Errorf("relative(%v) = %q, want %q", tc.at.Sub(t0), got, tc.want)
+		}
+	}
+}
