@@ -48,8 +48,8 @@ func printReport(w io.Writer, phases []phaseSummary) bool {
 }
 
 // printAnalysis writes a phase's verdicts, canary against baseline as the rollout judged
-// them from the routers' telemetry, how the rollout ended, and what the load saw of the
-// definitions that answered with their own 500s, or of the canary.
+// them from the routers' telemetry, how the rollout ended, and how many of the load's
+// requests the canary answered, and how many of them with its own 500.
 func printAnalysis(w io.Writer, p phaseSummary) {
 	fmt.Fprintf(w, "\n%s: %s\n", p.name, p.outcome)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
