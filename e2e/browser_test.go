@@ -98,6 +98,12 @@ func openBrowser(t *testing.T, url string) *browser {
 	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
 		t.Fatalf("open %s in chromium: %v", url, err)
 	}
+	t.Cleanup(func() { // before the browser closes
+		if t.Failed() {
+			text, _ := chromedp.Run(ctx, chromedp.Evaluate[string]("document.body.innerText"))
+			t.Logf("the page when the test failed (screenshot %s):\n%s", b.screenshot("failed"), text)
+		}
+	})
 	return b
 }
 

@@ -122,7 +122,7 @@ function noteChange(before, after) {
   }
   if (said.length === 0) return;
   const list = state.seen.get(after.id) || [];
-  list.push({ at: Date.now() * 1e6, text: said.join("; ") });
+  list.push({ at: Date.now() * 1e6, phase: after.phase, text: said.join("; ") });
   state.seen.set(after.id, list);
 }
 

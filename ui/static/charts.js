@@ -19,20 +19,24 @@ export const STYLES = [
 
 let nextID = 0;
 
-// niceMax rounds v up to 1, 2, 2.5 or 5 times a power of ten, so the axis reads well.
-function niceMax(v) {
-  if (!(v > 0)) return 1;
-  const p = Math.pow(10, Math.floor(Math.log10(v)));
-  for (const m of [1, 2, 2.5, 5, 10]) if (v <= m * p) return m * p;
-  return 10 * p;
+// scale picks the y axis: four ticks of a round step (1, 2, 2.5 or 5 times a power of
+// ten) whose top holds v, and how many decimals the step needs.
+function scale(v) {
+  const need = v > 0 ? v / 4 : 0.25;
+  const p = Math.pow(10, Math.floor(Math.log10(need)));
+  let step = 10 * p;
+  for (const m of [1, 2, 2.5, 5]) if (need <= m * p * (1 + 1e-9)) { step = m * p; break; }
+  let digits = 0;
+  while (digits < 4 && Math.abs(Math.round(step * 10 ** digits) - step * 10 ** digits) > 1e-6) digits++;
+  return { top: 4 * step, digits };
 }
 
-function yAxis(yMax, format) {
+function yAxis(sc, unit) {
   const g = s("g", { class: "axis", "aria-hidden": "true" });
   for (let i = 0; i <= 4; i++) {
-    const v = (yMax * i) / 4, y = M.top + PLOT_H - (PLOT_H * i) / 4;
+    const v = (sc.top * i) / 4, y = M.top + PLOT_H - (PLOT_H * i) / 4;
     g.append(s("line", { x1: M.left, x2: W - M.right, y1: y, y2: y, class: i ? "grid" : "base" }));
-    g.append(s("text", { x: M.left - 6, y: y + 4, "text-anchor": "end" }, format(v)));
+    g.append(s("text", { x: M.left - 6, y: y + 4, "text-anchor": "end" }, v.toFixed(sc.digits) + unit));
   }
   return g;
 }
@@ -50,19 +54,17 @@ function frame(title, desc, svgChildren, legend) {
 }
 
 // lineChart draws series of [x, y] points (y null: a gap) over [xMin, xMax]. xFormat labels
-// the x axis, yFormat the y axis; yMax, when given, fixes the top (a share: 100); target,
-// when given, is a dashed step line beside them.
-export function lineChart({ title, desc, series, xMin, xMax, xFormat, yFormat, yMax, target }) {
-  let top = yMax;
-  if (top === undefined) {
-    let v = 0;
-    for (const sr of series) for (const [, y] of sr.points) if (y !== null) v = Math.max(v, y);
-    top = niceMax(v);
-  }
+// the x axis, unit follows the y axis's numbers; yMax, when given, fixes the top (a share:
+// 100); target, when given, is a dotted step line beside them.
+export function lineChart({ title, desc, series, xMin, xMax, xFormat, unit, yMax, target }) {
+  let v = 0;
+  for (const sr of series) for (const [, y] of sr.points) if (y !== null) v = Math.max(v, y);
+  const sc = scale(yMax !== undefined ? yMax : v);
+  const top = sc.top;
   const span = Math.max(xMax - xMin, 1);
   const X = (x) => M.left + (PLOT_W * (x - xMin)) / span;
   const Y = (y) => M.top + PLOT_H - (PLOT_H * Math.min(y, top)) / top;
-  const parts = [yAxis(top, yFormat)];
+  const parts = [yAxis(sc, unit)];
   const ticks = s("g", { class: "axis", "aria-hidden": "true" });
   for (let i = 0; i <= 4; i++) {
     const x = xMin + (span * i) / 4;
@@ -102,13 +104,14 @@ export function lineChart({ title, desc, series, xMin, xMax, xFormat, yFormat, y
 }
 
 // barChart draws, for each group (an analysis window), one bar per series (canary,
-// baseline) side by side, with the group's label and mark (its verdict) beneath.
-export function barChart({ title, desc, names, groups, yFormat }) {
+// baseline) side by side with its value above, and the group's label and mark (its
+// verdict) beneath; unit follows the y axis's numbers.
+export function barChart({ title, desc, names, groups, unit }) {
   let v = 0;
   for (const g of groups) for (const x of g.values) v = Math.max(v, x);
-  const top = niceMax(v);
+  const sc = scale(v), top = sc.top;
   const Y = (y) => M.top + PLOT_H - (PLOT_H * Math.min(y, top)) / top;
-  const parts = [yAxis(top, yFormat)];
+  const parts = [yAxis(sc, unit)];
   const slot = PLOT_W / Math.max(groups.length, 1);
   const bw = Math.min(28, (slot * 0.7) / names.length);
   groups.forEach((g, i) => {
@@ -118,10 +121,12 @@ export function barChart({ title, desc, names, groups, yFormat }) {
       const st = STYLES[j % STYLES.length];
       grp.append(s("rect", { class: `bar ${st.cls}`, x: (x0 + j * bw).toFixed(1), y: Y(val).toFixed(1), width: (bw - 2).toFixed(1),
         height: Math.max(PLOT_H + M.top - Y(val), val > 0 ? 1 : 0).toFixed(1), "data-point": "" }));
+      grp.append(s("text", { class: "value", x: (x0 + j * bw + (bw - 2) / 2).toFixed(1), y: (Y(val) - 4).toFixed(1), "text-anchor": "middle",
+        "aria-hidden": "true" }, val.toFixed(Math.max(sc.digits, val < 10 ? 1 : 0))));
     });
     grp.append(s("text", { class: `mark ${g.mark}`, x: (M.left + slot * i + slot / 2).toFixed(1), y: H - 8, "text-anchor": "middle",
       "aria-hidden": "true" }, g.label));
     parts.push(grp);
   });
-  return frame(title, desc, parts, names.map((label, j) => ({ label, cls: STYLES[j % STYLES.length].cls })));
+  return frame(title, desc, parts, names.map((label, j) => ({ label, cls: `bar ${STYLES[j % STYLES.length].cls}` })));
 }

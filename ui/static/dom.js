@@ -19,7 +19,7 @@ function fill(el, attrs, children) {
     if (v === null || v === undefined || v === false) continue;
     el.setAttribute(k, v === true ? "" : String(v));
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     el.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -28,7 +28,7 @@ function fill(el, attrs, children) {
 
 // replace puts children in place of what el holds.
 export function replace(el, ...children) {
-  el.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+  el.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
 }
 
 // clock formats Unix nanoseconds (or a Date) as a local time of day.

@@ -62,7 +62,7 @@ export function trafficSection(r, samples, acked) {
     return;
   }
   note.textContent = `Measured at the routers, every two seconds since the page opened: ${counted.length} ${counted.length === 1 ? "interval" : "intervals"} with traffic. ` +
-    "The dashed line is the new definition's weight as every router acknowledged it.";
+    "The dotted line is the new definition's weight as every router acknowledged it.";
   const defs = order(r, ivs);
   const xMin = ivs[0].at - 2e9, xMax = ivs[ivs.length - 1].at;
   const xFormat = (x) => clock(x);
@@ -77,9 +77,9 @@ export function trafficSection(r, samples, acked) {
   const weight = acked.filter(([at]) => at <= xMax).map(([at, w]) => [Math.max(at, xMin), w && w[r.to_definition_id] !== undefined ? w[r.to_definition_id] : null]);
   replace(chart,
     lineChart({ title: "Share of requests by definition (%)", desc, series: series("share"), xMin, xMax, xFormat,
-      yFormat: (v) => `${v.toFixed(0)} %`, yMax: 100, target: { name: `${r.to_definition_id} weight acknowledged`, points: weight } }),
+      unit: " %", yMax: 100, target: { name: `${r.to_definition_id} weight acknowledged`, points: weight } }),
     lineChart({ title: "Requests per second by definition", desc, series: series("rate"), xMin, xMax, xFormat,
-      yFormat: (v) => v.toFixed(v >= 10 ? 0 : 1) }));
+      unit: "" }));
   const table = $("traffic-table");
   replace(table.tHead, h("tr", {}, h("th", { scope: "col" }, "Time"),
     defs.map((d) => h("th", { scope: "col" }, `${d}: requests/s, share, 5xx`))));

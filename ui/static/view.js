@@ -119,7 +119,10 @@ function indexStatus(r, i, at) {
   const mine = at.filter((a) => a.definition_id === target);
   const others = at.filter((a) => a.definition_id !== target && !a.retiring);
   if (mine.some((a) => a.state === "RUNNING") && others.length === 0) return ["done", `on ${target}`];
-  if (mine.length > 0) return ["replacing", `${target} starting, ${others.length ? "the old one still serving" : "nothing else left"}`];
+  if (mine.length > 0) {
+    const serving = [...new Set(others.map((a) => a.definition_id))].join(", ");
+    return ["replacing", `replacing: ${target} starting` + (serving ? `, ${serving} still serving` : "")];
+  }
   return ["waiting", ended(r.phase) ? `not on ${target}` : "waiting"];
 }
 
@@ -146,6 +149,17 @@ function renderIndices(r, instances) {
   replace(table.tBodies[0], rows);
 }
 
+// failureAt is about when the rollout failed, which its report does not say: the verdict
+// that failed it, else when the page saw it stop walking forward, else its end.
+function failureAt(r, seen) {
+  if (r.failure.reason === "analysis") {
+    const failed = (r.analysis || []).filter((v) => v.verdict === "fail");
+    if (failed.length) return failed[0].at;
+  }
+  const stopped = seen.find((e) => ["reverting", "paused", "failed", "reverted"].includes(e.phase));
+  return stopped ? stopped.at : r.finished_at;
+}
+
 // renderStory tells the rollout's course in time order: its start, what the page saw change,
 // each verdict, the failure, and its end.
 function renderStory(r, seen) {
@@ -156,16 +170,21 @@ function renderStory(r, seen) {
     const where = v.step === null || v.step === undefined ? "background analysis" : `step ${v.step + 1} analysis`;
     items.push({ at: v.at, text: `${where}, window ${v.window}: ${v.verdict}. ${v.reason}`, cls: v.verdict });
   }
-  items.sort((a, b) => a.at - b.at);
   if (r.failure) {
-    items.push({ text: `Failed: ${r.failure.reason} (${r.failure.kind})` + (r.failure.detail ? `: ${r.failure.detail}` : ""), cls: "fail" });
+    items.push({ at: failureAt(r, seen), approx: true, cls: "fail",
+      text: `Failed: ${r.failure.reason} (${r.failure.kind})` + (r.failure.detail ? `: ${r.failure.detail}` : "") });
   }
-  if (r.revert_failure) items.push({ text: `The revert failed: ${r.revert_failure.reason}` + (r.revert_failure.detail ? `: ${r.revert_failure.detail}` : ""), cls: "fail" });
+  if (r.revert_failure) {
+    items.push({ at: r.finished_at || Date.now() * 1e6, approx: true, cls: "fail",
+      text: `The revert failed: ${r.revert_failure.reason}` + (r.revert_failure.detail ? `: ${r.revert_failure.detail}` : "") });
+  }
   if (r.finished_at) {
     const end = r.reverted_to ? `Ended reverted: every index back on ${r.reverted_to}` : `Ended ${phaseLabel(r.phase)}`;
-    items.push({ at: r.finished_at, text: end, cls: r.phase });
+    items.push({ at: r.finished_at, text: end, cls: r.phase, last: true });
   }
+  // A stable sort keeps same-time entries in the order above; the end stays last.
+  items.sort((a, b) => (a.last ? 1 : 0) - (b.last ? 1 : 0) || a.at - b.at);
   replace($("story"), items.map((it) => h("li", { class: it.cls },
-    it.at ? h("time", { datetime: new Date(it.at / 1e6).toISOString() }, clock(it.at)) : h("span", { class: "no-time" }, "—"),
+    h("time", { datetime: new Date(it.at / 1e6).toISOString(), title: it.approx ? "about then" : null }, clock(it.at)),
     " ", it.text)));
 }
