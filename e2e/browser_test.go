@@ -26,13 +26,17 @@ type browser struct {
 }
 
 // chromium finds Debian's chromium on PATH, installing the package (as root, with apt-get)
-// when it is missing. It skips the test, saying why, only where it cannot be installed.
+// when it is missing. It skips the test, saying why, only where it cannot be installed (or
+// under -short, which does not wait minutes for an install).
 func chromium(t *testing.T) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
+	}
+	if testing.Short() {
+		t.Skip("-short: no chromium on PATH, and installing it takes minutes")
 	}
 	if os.Geteuid() != 0 {
 		t.Skip("no chromium on PATH, and installing it needs root: apt-get install chromium")

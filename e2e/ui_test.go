@@ -30,6 +30,7 @@ func (d *devStack) waitRouted(t *testing.T, host string) {
 // baseline and fails it, and the page tells the revert with its reason — all from the event
 // stream, without a reload.
 func TestRolloutPageInABrowser(t *testing.T) {
+	temporalBin(t)
 	chromium(t) // before the stack: installing it may take minutes, and may skip
 	const n = 4
 	d := startDev(t)

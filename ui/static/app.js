@@ -69,7 +69,8 @@ async function loadRollouts() {
     for (const r of rollouts) noteAcked(r);
     state.error = "";
   } catch (e) {
-    state.error = `Could not read the rollouts: ${e.message}`;
+    state.error = `Could not read the rollouts: ${e.message}. Trying again.`;
+    setTimeout(loadRollouts, 2000);
   }
   draw();
   loadInstances();
