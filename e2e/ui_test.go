@@ -54,7 +54,7 @@ func TestRolloutPageInABrowser(t *testing.T) {
 	b.waitText("#detail-step", "1 of 2", 30*time.Second)
 	b.waitText("#detail-traffic", "v2 10 %", 30*time.Second)
 	b.waitText("#detail-step", "2 of 2", 30*time.Second)
-	t.Logf("the step advanced: %q", b.text("#detail-traffic"))
+	t.Logf("the step advanced: %q; screenshot %s", b.text("#detail-traffic"), b.screenshot("rollout-at-step-2"))
 
 	var points int
 	d.waitFor(t, "the traffic chart to have points of v2", 20*time.Second, func() bool {

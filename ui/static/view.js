@@ -63,6 +63,9 @@ function fact(term, value, id) {
 
 function renderSummary(r) {
   $("detail-heading").textContent = `${r.process_guid}: ${r.from_definition_id} → ${r.to_definition_id}`;
+  const pinned = location.hash.length > 1 && decodeURIComponent(location.hash.slice(1)) === r.id;
+  const follow = $("follow");
+  follow.hidden = !pinned;
   const st = r.strategy || {};
   replace($("summary"),
     fact("Phase", h("span", { class: `phase ${r.phase}` }, phaseLabel(r.phase)), "detail-phase"),
