@@ -51,10 +51,12 @@ func TestRolloutPageInABrowser(t *testing.T) {
 
 	row := b.waitText("#rollouts tbody tr", "web → v2", 10*time.Second)
 	t.Logf("the rollout appeared: %q", row)
-	b.waitText("#detail-step", "1 of 2", 30*time.Second)
-	b.waitText("#detail-traffic", "v2 10 %", 30*time.Second)
-	b.waitText("#detail-step", "2 of 2", 30*time.Second)
-	t.Logf("the step advanced: %q; screenshot %s", b.text("#detail-traffic"), b.screenshot("rollout-at-step-2"))
+	// The story keeps what the page saw change, so a step that passed between two looks
+	// still shows.
+	b.waitText("#story", "step 1 of 2", 30*time.Second)
+	b.waitText("#story", "the routers acknowledged v2 10 %", 30*time.Second)
+	b.waitText("#story", "step 2 of 2", 30*time.Second)
+	t.Logf("the step advanced: %q; screenshot %s", b.text("#summary"), b.screenshot("rollout-at-step-2"))
 
 	var points int
 	d.waitFor(t, "the traffic chart to have points of v2", 20*time.Second, func() bool {
