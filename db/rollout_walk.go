@@ -77,25 +77,39 @@ func (s *Store) desireInTx(ctx context.Context, tx *sqlx.Tx, events *eventBatch,
 	// The insert comes first: the index's instance of def is new but for a walk back or a
 	// repeated step, and one statement is then all it costs.
 	var rows []actualRow
-	err := tx.SelectContext(ctx, &rows, `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain,
+	for attempt := 1; ; attempt++ {
+		rows = rows[:0]
+		err := tx.SelectContext(ctx, &rows, `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain,
     state, since, modification_epoch)
 SELECT l.process_guid, d.definition_id, $3, l.domain, 'UNCLAIMED', $4, gen_random_uuid()::text
 FROM desired_lrps l JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.definition_id = $2 AND d.live
 WHERE l.process_guid = $1
 ON CONFLICT DO NOTHING
 RETURNING `+actualColumns, guid, def, index, s.nowNanos())
-	if err != nil {
-		return nil, err
-	}
-	if len(rows) == 0 {
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) > 0 {
+			break
+		}
 		// There is one already (possibly a retiring one: a walk back over an index whose old
 		// instance is still draining; it stays retiring, and the wait treats it as not there
 		// yet), or def is not live.
 		a, err := instanceInTx(ctx, tx, guid, def, index)
-		if model.IsType(err, model.ErrResourceNotFound) {
+		if !model.IsType(err, model.ErrResourceNotFound) {
+			return a, err
+		}
+		// Nothing there now: def is not live, or the instance the insert met was removed in
+		// between (a walk back over an index whose old instance its cell had claimed the stop
+		// of, and removed): the next insert finds the place free.
+		var live bool
+		if err := tx.GetContext(ctx, &live, `SELECT EXISTS (SELECT 1 FROM lrp_definitions
+WHERE process_guid = $1 AND definition_id = $2 AND live)`, guid, def); err != nil {
+			return nil, err
+		}
+		if !live || attempt == 3 {
 			return nil, model.Errorf(model.ErrResourceNotFound, "LRP %q has no live definition %q", guid, def)
 		}
-		return a, err
 	}
 	out, err := rows[0].model()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -184,7 +185,37 @@ func TestWeightedCanaryThroughTheRouter(t *testing.T) {
 		t.Fatalf("the last verdict %v", last)
 	}
 	s.finish(t, n, "v4 failed analysis and reverted")
-	traffic.finish(t, "weighted canary, promote, abort and a failed analysis")
+
+	// A release 300 ms slower fails analysis on its p99.
+	s = d.sample("web", n)
+	slow := demoDefinition("v5", "v5")
+	slow["env"] = []obj{{"name": "DEMO_VERSION", "value": "v5"}, {"name": "DEMO_DELAY_MS", "value": "300"}}
+	strategy = obj{"canary": obj{"steps": []obj{{"weight": 20, "pause_ms": 60000, "analysis": true}}},
+		"analysis": obj{"interval_ms": 3000, "min_requests": 20}}
+	d.api.mustPost("/v1/desired_lrp/update", obj{"process_guid": "web", "update": obj{"definition": slow, "strategy": strategy}}, nil)
+	var reason string
+	d.waitFor(t, "the analysis to fail v5 on its p99 and revert it", 90*time.Second, func() bool {
+		var resp struct {
+			Rollout struct {
+				State   string `json:"state"`
+				Failure *struct {
+					Reason string `json:"reason"`
+					Detail string `json:"detail"`
+				} `json:"failure"`
+			} `json:"rollout"`
+		}
+		d.api.mustPost("/v1/rollouts/get", obj{"process_guid": "web"}, &resp)
+		if f := resp.Rollout.Failure; f != nil {
+			reason = f.Reason + ": " + f.Detail
+		}
+		return resp.Rollout.State == "reverted" && d.allOn("web", "v2", n)
+	})
+	t.Logf("v5: %s", reason)
+	if !strings.Contains(reason, "analysis: p99") {
+		t.Fatalf("v5 failed for %q, not its p99", reason)
+	}
+	s.finish(t, n, "v5 failed analysis on p99 and reverted")
+	traffic.finish(t, "weighted canary, promote, abort and failed analyses")
 	if traffic.appErrors["v4"] == 0 {
 		t.Errorf("v4 answered no 500 although it fails 5 %% of requests")
 	}

@@ -41,10 +41,18 @@ type RouterReport struct {
 // routerIDPattern keeps router ids printable and short: they are keys and log fields.
 var routerIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
 
+// ValidateRouterID checks a router's name.
+func ValidateRouterID(id string) error {
+	if !routerIDPattern.MatchString(id) {
+		return invalid("router_id %q must be 1–128 characters of letters, digits and _.:-", id)
+	}
+	return nil
+}
+
 // Validate checks a report from a router.
 func (r *RouterReport) Validate() error {
-	if !routerIDPattern.MatchString(r.RouterID) {
-		return invalid("router_id must be 1–128 characters of letters, digits and _.:-")
+	if err := ValidateRouterID(r.RouterID); err != nil {
+		return err
 	}
 	if r.StartedAt <= 0 {
 		return invalid("started_at must be a positive Unix time in nanoseconds")

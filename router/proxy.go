@@ -79,11 +79,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.forward(w, r, eps, sticky)
 }
 
-// choose is the endpoints a request tries, in order: a preview's definition's; under a
-// weighted step, the sticky or drawn definition's first; else all, round-robin. sticky is
-// the cookie the answer sets ("" none, "-" clear it); reason says why nothing may serve.
-func (p *Proxy) choose(route *Route, r *http.Request) (eps []Endpoint, sticky, reason string) {
+// choose is the endpoints a request tries, in order (as many as it may try): a preview's
+// definition's; under a weighted step, the sticky or drawn definition's first; else all,
+// round-robin. sticky is the cookie the answer carries; reason says why nothing may serve.
+func (p *Proxy) choose(route *Route, r *http.Request) (eps []Endpoint, sticky setCookie, reason string) {
 	next := p.Table.next.Add(1)
+	k := max(p.MaxAttempts, 1)
 	if def := r.Header.Get(PreviewHeader); def != "" {
 		for _, ep := range route.Endpoints {
 			if ep.DefinitionID == def {
@@ -91,18 +92,18 @@ func (p *Proxy) choose(route *Route, r *http.Request) (eps []Endpoint, sticky, r
 			}
 		}
 		if len(eps) == 0 {
-			return nil, "", fmt.Sprintf("no routable instance of definition %q to preview", def)
+			return nil, setCookie{}, fmt.Sprintf("no routable instance of definition %q to preview", def)
 		}
-		return rotated(eps, next), "", ""
+		return appendRotated(nil, eps, next, k), setCookie{}, ""
 	}
 	first := route.Endpoints[next%uint64(len(route.Endpoints))]
 	cookie, _ := r.Cookie(StickyCookie)
 	split := route.splits[first.ProcessGUID]
 	if split == nil {
 		if cookie != nil {
-			sticky = "-" // the weighted step is over: let the user go
+			sticky.header = releaseCookie // the weighted step is over: let the user go
 		}
-		return rotated(route.Endpoints, next), sticky, ""
+		return appendRotated(nil, route.Endpoints, next, k), sticky, ""
 	}
 	want := ""
 	if cookie != nil {
@@ -110,18 +111,24 @@ func (p *Proxy) choose(route *Route, r *http.Request) (eps []Endpoint, sticky, r
 	}
 	g := split.pick(want)
 	if g == nil {
-		return nil, "", "no routable instance of a definition with traffic weight"
+		return nil, setCookie{}, "no routable instance of a definition with traffic weight"
 	}
 	if g.def != want {
-		sticky = g.def
+		sticky = setCookie{def: g.def, header: g.cookie}
 	}
-	return split.candidates(g, next), sticky, ""
+	return split.candidates(g, next, k), sticky, ""
 }
+
+// setCookie is the sticky cookie an answer carries: header, when def answered ("" any).
+type setCookie struct{ def, header string }
+
+// releaseCookie clears the sticky cookie.
+var releaseCookie = (&http.Cookie{Name: StickyCookie, Path: "/", MaxAge: -1}).String()
 
 // forward sends the request to the first endpoint that takes it: only a request that can be
 // sent again (idempotent, no body to replay) is retried on another, and only when
 // connecting failed.
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, eps []Endpoint, sticky string) {
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, eps []Endpoint, sticky setCookie) {
 	attempts := 1
 	if idempotent(r.Method) && (r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0) {
 		attempts = min(p.MaxAttempts, len(eps))
@@ -159,11 +166,10 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, eps []Endpoint, 
 		// Which instance answered: the demo reports which definition served each request.
 		w.Header().Set("X-LRP-Definition", ep.DefinitionID)
 		w.Header().Set("X-LRP-Index", fmt.Sprint(ep.Index))
-		switch {
-		case sticky == "-":
-			http.SetCookie(w, &http.Cookie{Name: StickyCookie, Path: "/", MaxAge: -1})
-		case sticky != "" && sticky == ep.DefinitionID:
-			http.SetCookie(w, &http.Cookie{Name: StickyCookie, Value: sticky, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
+		// The cookie goes with an answer of the definition it names (a retry may have gone to
+		// another), or clears the user's.
+		if sticky.header != "" && (sticky.def == "" || sticky.def == ep.DefinitionID) {
+			w.Header().Add("Set-Cookie", sticky.header)
 		}
 		w.WriteHeader(res.StatusCode)
 		io.Copy(w, res.Body)

@@ -2,6 +2,7 @@ package router
 
 import (
 	"math/rand/v2"
+	"net/http"
 	"slices"
 
 	"github.com/updatable-lrps/bbs/model"
@@ -22,6 +23,8 @@ type defGroup struct {
 	// was listed (a listed 0 is never chosen without a preview header).
 	weight float64
 	listed bool
+	// cookie is the Set-Cookie value that keeps a user on def (built once, not per answer).
+	cookie string
 }
 
 // lrpSplit is one LRP's weighted split of a host.
@@ -42,7 +45,8 @@ func newSplit(guid string, eps []Endpoint, weights map[string]int32) *lrpSplit {
 			i = len(s.groups)
 			byDef[ep.DefinitionID] = i
 			w, listed := weights[ep.DefinitionID]
-			s.groups = append(s.groups, defGroup{def: ep.DefinitionID, weight: float64(w), listed: listed})
+			s.groups = append(s.groups, defGroup{def: ep.DefinitionID, weight: float64(w), listed: listed,
+				cookie: (&http.Cookie{Name: StickyCookie, Value: ep.DefinitionID, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode}).String()})
 		}
 		s.groups[i].eps = append(s.groups[i].eps, ep)
 	}
@@ -121,13 +125,15 @@ func (s *lrpSplit) pick(sticky string) *defGroup {
 	return nil
 }
 
-// candidates are the endpoints a request to group g tries in turn: g's, rotated by next,
-// then those of the other groups that may serve, for a retry after a failed connection.
-func (s *lrpSplit) candidates(g *defGroup, next uint64) []Endpoint {
-	out := rotated(g.eps, next)
+// candidates are the first k endpoints a request to group g tries in turn: g's, round-robin
+// from next, then those of the other groups that may serve, for a retry after a failed
+// connection.
+func (s *lrpSplit) candidates(g *defGroup, next uint64, k int) []Endpoint {
+	out := make([]Endpoint, 0, k)
+	out = appendRotated(out, g.eps, next, k)
 	for i := range s.groups {
 		if o := &s.groups[i]; o != g && (o.weight > 0 || (!o.listed && g.weight == 0)) {
-			out = append(out, rotated(o.eps, next)...)
+			out = appendRotated(out, o.eps, next, k)
 		}
 	}
 	return out
@@ -135,11 +141,19 @@ func (s *lrpSplit) candidates(g *defGroup, next uint64) []Endpoint {
 
 // rotated is eps starting at next modulo their number (round-robin).
 func rotated(eps []Endpoint, next uint64) []Endpoint {
+	return appendRotated(nil, eps, next, len(eps))
+}
+
+// appendRotated appends eps, round-robin from next, to out until out holds k.
+func appendRotated(out, eps []Endpoint, next uint64, k int) []Endpoint {
 	if len(eps) == 0 {
-		return nil
+		return out
 	}
 	start := int(next % uint64(len(eps)))
-	return append(slices.Clone(eps[start:]), eps[:start]...)
+	for i := 0; i < len(eps) && len(out) < k; i++ {
+		out = append(out, eps[(start+i)%len(eps)])
+	}
+	return out
 }
 
 // weightsOf is the split an LRP is routed by, or nil when by instances.

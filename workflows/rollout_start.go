@@ -270,10 +270,15 @@ func (rc *RolloutClient) Defaults() *model.RolloutStrategy {
 	return &s
 }
 
-// StartRollout starts the rollout's workflow, or keeps the run under way.
+// StartRollout starts the rollout's workflow, or hands the rollout to the run under way. It
+// is a signal-with-start of the supersede signal, not a plain start: with no rollout in
+// progress the LRP's workflow may still be finishing the one before (its row ended, its run
+// not yet), and a plain start would find that run — which then ends — and leave the new
+// rollout without one (found by BenchmarkAbortWeightZero). The run under way takes the
+// signal as a new rollout; a run the signal starts, or that already walks this rollout,
+// ignores it as its own.
 func (rc *RolloutClient) StartRollout(ctx context.Context, r *model.Rollout, domain string) error {
-	_, err := StartRollout(ctx, rc.Client, rc.TaskQueue, rc.Input(r, domain))
-	return err
+	return SupersedeRollout(ctx, rc.Client, rc.TaskQueue, rc.Input(r, domain))
 }
 
 // SupersedeRollout hands the new rollout r to the LRP's running workflow (or starts one).

@@ -38,9 +38,13 @@ type Router struct {
 	servers []*servedHTTP
 	cancel  context.CancelFunc
 	emitter chan struct{}
+	table   *router.Table
 	// Addr is where apps are served.
 	Addr string
 }
+
+// Applied is the generation of guid's traffic split the router routes by (0: never split).
+func (r *Router) Applied(guid string) int64 { return r.table.Applied()[guid] }
 
 // StartRouter serves apps and the router's own stats, following the BBS's event stream.
 func StartRouter(ctx context.Context, cfg RouterConfig) (*Router, error) {
@@ -54,7 +58,7 @@ func StartRouter(ctx context.Context, cfg RouterConfig) (*Router, error) {
 	reporter := router.NewReporter(cfg.BBS, table, proxy.Telemetry, id, log.Named("router-reporter"))
 	emitter := &router.Emitter{BBS: cfg.BBS, Table: table, Log: log.Named("route-emitter"), Applied: reporter.Poke}
 	ctx, cancel := context.WithCancel(ctx)
-	rr := &Router{cancel: cancel, emitter: make(chan struct{})}
+	rr := &Router{cancel: cancel, emitter: make(chan struct{}), table: table}
 	go func() {
 		defer close(rr.emitter)
 		done := make(chan struct{})
