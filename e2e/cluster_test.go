@@ -160,7 +160,7 @@ func TestClusterKeepsServingThroughKills(t *testing.T) {
 	p.waitOutput(t, "Ctrl-C stops everything", 3*time.Minute)
 	c.waitAvailable(p, 30*time.Second)
 	d.p = p
-	d.waitFor(t, "web on v2 after the restart", 60*time.Second, func() bool { return d.allOn("web", "v2", n) })
+	d.waitFor(t, "web on v3 after the restart", 60*time.Second, func() bool { return d.allOn("web", "v3", n) })
 	p.stop(t, os.Interrupt, 2*time.Minute)
 }
 
