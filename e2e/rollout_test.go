@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,8 @@ type sampler struct {
 	samples atomic.Int64
 	stop    chan struct{}
 	wg      sync.WaitGroup
+	// worst is the first sample at the lowest count, to say which index went unserved.
+	worst []instance
 }
 
 func (d *devStack) sample(guid string, n int) *sampler {
@@ -36,6 +39,7 @@ func (d *devStack) sample(guid string, n int) *sampler {
 			if d.api.post("/v1/actual_lrps/list", obj{"process_guid": guid}, &resp) == 200 {
 				if got := int64(runningIndices(resp.ActualLRPs)); got < s.lowest.Load() {
 					s.lowest.Store(got)
+					s.worst = resp.ActualLRPs
 				}
 				s.samples.Add(1)
 			}
@@ -50,7 +54,11 @@ func (s *sampler) finish(t *testing.T, n int, what string) {
 	close(s.stop)
 	s.wg.Wait()
 	if s.lowest.Load() < int64(n) {
-		t.Fatalf("%s: served indices dropped to %d of %d (%d samples)", what, s.lowest.Load(), n, s.samples.Load())
+		var seen []string
+		for _, a := range s.worst {
+			seen = append(seen, fmt.Sprintf("%d %s %s retiring=%v cell=%s", a.Index, a.DefinitionID, a.State, a.Retiring, a.CellID))
+		}
+		t.Fatalf("%s: served indices dropped to %d of %d (%d samples); the instances then: %s", what, s.lowest.Load(), n, s.samples.Load(), strings.Join(seen, "; "))
 	}
 	t.Logf("%s: never below %d of %d over %d samples", what, s.lowest.Load(), n, s.samples.Load())
 }
