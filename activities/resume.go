@@ -8,9 +8,11 @@ import (
 	"go.uber.org/zap"
 )
 
-// RolloutStarter starts a rollout's workflow; starting one that runs already is a no-op.
+// RolloutStarter starts a rollout's workflow; starting one that runs already is a no-op
+// (never a signal: the row it read may be stale, superseded since, and the run must not be
+// told of it).
 type RolloutStarter interface {
-	StartRollout(ctx context.Context, r *model.Rollout, domain string) error
+	ResumeRollout(ctx context.Context, r *model.Rollout, domain string) error
 }
 
 // ResumeStore lists the rollouts under way.
@@ -49,7 +51,7 @@ func (r *Resumer) ResumeRollouts(ctx context.Context, _ ResumeRolloutsInput) (Re
 	for i := range rollouts {
 		out.Checked++
 		ro := &rollouts[i].Rollout
-		if err := r.Starter.StartRollout(ctx, ro, rollouts[i].Domain); err != nil {
+		if err := r.Starter.ResumeRollout(ctx, ro, rollouts[i].Domain); err != nil {
 			out.Failed++
 			r.Log.Warn("resume rollout", zap.String("process_guid", ro.ProcessGUID), zap.Error(err))
 		}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"slices"
@@ -57,12 +58,17 @@ func weightedTable(b *testing.B, old, new int) *router.Table {
 // send makes n requests through p from workers concurrent clients over real connections and
 // counts the answers by body (the definition).
 func send(b *testing.B, p http.Handler, n, workers int) map[string]int {
+	return sendAs(b, p, n, workers, false)
+}
+
+// sendAs is send whose clients keep the cookies they are given (each its own, as browsers
+// do), or not.
+func sendAs(b *testing.B, p http.Handler, n, workers int, cookies bool) map[string]int {
 	b.Helper()
 	srv := httptest.NewServer(p)
 	defer srv.Close()
 	tr := &http.Transport{MaxIdleConnsPerHost: workers}
 	defer tr.CloseIdleConnections()
-	c := &http.Client{Transport: tr}
 	var mu sync.Mutex
 	got := map[string]int{}
 	var wg sync.WaitGroup
@@ -70,6 +76,10 @@ func send(b *testing.B, p http.Handler, n, workers int) map[string]int {
 		wg.Add(1)
 		go func(share int) {
 			defer wg.Done()
+			c := &http.Client{Transport: tr}
+			if cookies {
+				c.Jar, _ = cookiejar.New(nil)
+			}
 			mine := map[string]int{}
 			for i := 0; i < share; i++ {
 				req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
@@ -134,8 +144,9 @@ func cpuNow() time.Duration {
 // BenchmarkRouterOverhead measures the CPU a request costs (router, client and app, all in
 // this process) on a route split by instances without telemetry — today's router — and on
 // a weighted route with telemetry, in pairs run back to back (in alternating order, so that
-// the machine's drift cancels), and reports the median of the pairs' ratios (target ≤ 1.05).
-// Its clients keep no cookie: every weighted answer carries a Set-Cookie, the dearer case.
+// the machine's drift cancels), and reports the median of the pairs' ratios (target ≤ 1.05):
+// once with clients that keep no cookie (every weighted answer then carries a Set-Cookie,
+// the dearer case) and once with clients that keep theirs, as browsers do.
 func BenchmarkRouterOverhead(b *testing.B) {
 	const n, pairs = 10_000, 12
 	plainTable, weighted := weightedTable(b, 9, 1), weightedTable(b, 9, 1)
@@ -145,33 +156,38 @@ func BenchmarkRouterOverhead(b *testing.B) {
 	full := router.NewProxy(weighted)
 	send(b, plain, 2000, 8) // warm both
 	send(b, full, 2000, 8)
-	cost := func(p *router.Proxy) float64 {
-		before := cpuNow()
-		send(b, p, n, 8)
-		return float64(cpuNow()-before) / n
-	}
-	var plains, fulls, ratios []float64
-	for i := 0; i < b.N; i++ {
-		for k := 0; k < pairs; k++ {
-			var a, w float64
-			if k%2 == 0 {
-				a, w = cost(plain), cost(full)
-			} else {
-				w, a = cost(full), cost(plain)
-			}
-			plains, fulls, ratios = append(plains, a), append(fulls, w), append(ratios, w/a)
-		}
-	}
 	median := func(xs []float64) float64 {
 		s := slices.Clone(xs)
 		slices.Sort(s)
 		return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
 	}
-	b.Logf("CPU a request: %.1f µs by instances without telemetry, %.1f µs weighted with telemetry (medians): %.3f× (median of %d pairs' ratios of %d requests each; target ≤ 1.05)",
-		median(plains)/1e3, median(fulls)/1e3, median(ratios), len(ratios), n)
-	b.ReportMetric(median(plains)/1e3, "µs-cpu-plain")
-	b.ReportMetric(median(fulls)/1e3, "µs-cpu-weighted")
-	b.ReportMetric(median(ratios), "overhead-ratio")
+	for _, cookies := range []bool{false, true} {
+		cost := func(p *router.Proxy) float64 {
+			before := cpuNow()
+			sendAs(b, p, n, 8, cookies)
+			return float64(cpuNow()-before) / n
+		}
+		var plains, fulls, ratios []float64
+		for i := 0; i < b.N; i++ {
+			for k := 0; k < pairs; k++ {
+				var a, w float64
+				if k%2 == 0 {
+					a, w = cost(plain), cost(full)
+				} else {
+					w, a = cost(full), cost(plain)
+				}
+				plains, fulls, ratios = append(plains, a), append(fulls, w), append(ratios, w/a)
+			}
+		}
+		clients := "clients without cookies"
+		if cookies {
+			clients = "clients keeping their cookie"
+		}
+		b.Logf("%s — CPU a request: %.1f µs by instances without telemetry, %.1f µs weighted with telemetry (medians): %.3f× (median of %d pairs' ratios of %d requests each; target ≤ 1.05)",
+			clients, median(plains)/1e3, median(fulls)/1e3, median(ratios), len(ratios), n)
+		suffix := map[bool]string{false: "-cookieless", true: "-cookies"}[cookies]
+		b.ReportMetric(median(ratios), "overhead-ratio"+suffix)
+	}
 	b.ReportMetric(0, "ns/op")
 }
 

@@ -97,13 +97,16 @@ func (p *Proxy) choose(route *Route, r *http.Request) (eps []Endpoint, sticky se
 		return appendRotated(nil, eps, next, k), setCookie{}, ""
 	}
 	first := route.Endpoints[next%uint64(len(route.Endpoints))]
-	cookie, _ := r.Cookie(StickyCookie)
+	var cookie *http.Cookie
+	if len(r.Header["Cookie"]) > 0 { // most requests carry none: no parse
+		cookie, _ = r.Cookie(StickyCookie)
+	}
 	split := route.splits[first.ProcessGUID]
 	if split == nil {
 		if cookie != nil {
 			sticky.header = releaseCookie // the weighted step is over: let the user go
 		}
-		return appendRotated(nil, route.Endpoints, next, k), sticky, ""
+		return appendRotated(make([]Endpoint, 0, k), route.Endpoints, next, k), sticky, ""
 	}
 	want := ""
 	if cookie != nil {

@@ -48,7 +48,7 @@ func expectResume(env *testsuite.TestWorkflowEnvironment) {
 // noStarter is a RolloutStarter for tests with no rollouts to resume.
 type noStarter struct{}
 
-func (noStarter) StartRollout(context.Context, *model.Rollout, string) error { return nil }
+func (noStarter) ResumeRollout(context.Context, *model.Rollout, string) error { return nil }
 
 func TestConvergeWorkflowRunsTheActivity(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite

@@ -270,15 +270,22 @@ func (rc *RolloutClient) Defaults() *model.RolloutStrategy {
 	return &s
 }
 
-// StartRollout starts the rollout's workflow, or hands the rollout to the run under way. It
-// is a signal-with-start of the supersede signal, not a plain start: with no rollout in
-// progress the LRP's workflow may still be finishing the one before (its row ended, its run
-// not yet), and a plain start would find that run — which then ends — and leave the new
-// rollout without one (found by BenchmarkAbortWeightZero). The run under way takes the
-// signal as a new rollout; a run the signal starts, or that already walks this rollout,
-// ignores it as its own.
+// StartRollout starts the workflow of the rollout the API just recorded, or hands it to the
+// run under way. It is a signal-with-start of the supersede signal, not a plain start: with
+// no rollout in progress the LRP's workflow may still be finishing the one before (its row
+// ended, its run not yet), and a plain start would find that run — which then ends — and
+// leave the new rollout without one (found by BenchmarkAbortWeightZero). The run under way
+// takes the signal as a new rollout; a run the signal starts ignores it as its own.
 func (rc *RolloutClient) StartRollout(ctx context.Context, r *model.Rollout, domain string) error {
 	return SupersedeRollout(ctx, rc.Client, rc.TaskQueue, rc.Input(r, domain))
+}
+
+// ResumeRollout starts the workflow of a rollout under way that convergence found, or keeps
+// the run there is: a plain start, never a signal — the row convergence read may have been
+// superseded since, and the run walking its successor must not be sent back to it.
+func (rc *RolloutClient) ResumeRollout(ctx context.Context, r *model.Rollout, domain string) error {
+	_, err := StartRollout(ctx, rc.Client, rc.TaskQueue, rc.Input(r, domain))
+	return err
 }
 
 // SupersedeRollout hands the new rollout r to the LRP's running workflow (or starts one).
