@@ -33,6 +33,7 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 	fs.DurationVar(&tasks.KickDuration, "task-kick-duration", boot.EnvDuration("BBS_TASK_KICK_DURATION", db.DefaultTaskKickDuration), "how long a callback handed over to Temporal may wait before its workflow is started again [BBS_TASK_KICK_DURATION]")
 	var cbs callbacks.Options
 	fs.IntVar(&cbs.Size, "task-callback-workers", boot.EnvInt("BBS_TASK_CALLBACK_WORKERS", callbacks.DefaultSize), "how many completion callbacks are delivered at once [BBS_TASK_CALLBACK_WORKERS]")
+	fs.DurationVar(&cbs.Lease, "task-callback-lease", boot.EnvDuration("BBS_TASK_CALLBACK_LEASE", callbacks.DefaultLease), "how long a worker's claim of a callback lasts unless renewed: a killed worker's callbacks are delivered by another this long after [BBS_TASK_CALLBACK_LEASE]")
 	fs.DurationVar(&tasks.ExpirePending, "task-expire-pending", boot.EnvDuration("BBS_TASK_EXPIRE_PENDING", db.DefaultTaskExpirePending), "how long a task may stay PENDING before it fails [BBS_TASK_EXPIRE_PENDING]")
 	fs.DurationVar(&tasks.ExpireCompleted, "task-expire-completed", boot.EnvDuration("BBS_TASK_EXPIRE_COMPLETED", db.DefaultTaskExpireCompleted), "how long a completed task is kept before it is deleted [BBS_TASK_EXPIRE_COMPLETED]")
 	maxTaskRetries := fs.Int("max-task-retries", boot.EnvInt("BBS_MAX_TASK_RETRIES", auctioneer.DefaultMaxTaskRetries), "how often a task may be rejected before it fails [BBS_MAX_TASK_RETRIES]")
