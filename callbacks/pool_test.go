@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -177,4 +178,56 @@ func TestPoolTakesOverADeadPoolsClaims(t *testing.T) {
 	testwait.Until(t, time.Minute, 20*time.Millisecond, "the orphan delivered", func() bool {
 		return recv.counts()["orphan"] == 1 && taskCount(t, s) == 0
 	})
+}
+
+// A receiver's refusal (a 4xx) ends the delivery, as in BBS: the task is deleted, not
+// retried nor handed over.
+func TestPoolResolvesARefusal(t *testing.T) {
+	s := dbtest.NewStore(t)
+	var mu sync.Mutex
+	calls := 0
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer recv.Close()
+	h := &handOvers{got: map[string]int{}}
+	startPool(t, s, h, callbacks.Options{})
+	completeTasks(t, s, recv.URL, "refused")
+	testwait.Until(t, time.Minute, 20*time.Millisecond, "the refused task deleted", func() bool { return taskCount(t, s) == 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 1 || h.attempts("refused") != 0 {
+		t.Fatalf("%d calls, handed over after %d attempts", calls, h.attempts("refused"))
+	}
+}
+
+// A pool that stops gives up the claim of a callback it had not delivered, so that another
+// pool need not wait for the lease.
+func TestPoolReleasesItsClaimsWhenItStops(t *testing.T) {
+	s := dbtest.NewStore(t)
+	posted := make(chan struct{}, 1)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // so that the server notices the client going away
+		select {
+		case posted <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done() // never answers: the pool stops meanwhile
+	}))
+	defer recv.Close()
+	stop := startPool(t, s, &handOvers{got: map[string]int{}}, callbacks.Options{Lease: time.Hour})
+	completeTasks(t, s, recv.URL, "in-flight")
+	<-posted
+	stop()
+	var owner string
+	if err := s.DB().QueryRow(`SELECT callback_claimed_by FROM tasks WHERE task_guid = 'in-flight'`).Scan(&owner); err != nil || owner != "" {
+		t.Fatalf("claimed by %q after the pool stopped: %v", owner, err)
+	}
+	claims, err := s.ClaimCallbacks(context.Background(), "another-pool", 10, time.Minute)
+	if err != nil || len(claims) != 1 || claims[0].Attempts != 0 {
+		t.Fatalf("another pool's claim = %+v, %v", claims, err)
+	}
 }
