@@ -14,10 +14,10 @@ import (
 // while it works (so that a killed worker's claims expire and another pool delivers them),
 // posts each, and deletes those the receiver answered. A receiver that cannot be reached is
 // tried again after a back-off, then handed over to a Temporal workflow, which the pools
-// leave alone (migration 0020).
+// leave alone (migration 0022).
 
 // CallbacksChannel is the notification a task with a callback sends when it completes (a
-// trigger of migration 0020): the pools wake on it rather than wait for their poll.
+// trigger of migration 0022): the pools wake on it rather than wait for their poll.
 const CallbacksChannel = "bbs_task_callbacks"
 
 // dueCallbacks selects the tasks a pool may claim: completed or resolving, with a callback,
