@@ -62,9 +62,9 @@ compat: $(TEMPORAL)
 test-short:
 	$(GO) test -count=1 -short ./...
 
-## bench: the rollout benchmarks (figures recorded in docs/BENCHMARKS.md).
+## bench: the rollout, task and router benchmarks (figures recorded in docs/BENCHMARKS.md).
 bench: $(TEMPORAL)
-	TEMPORAL_BIN=$(TEMPORAL) $(GO) test ./bench -run '^$$' -bench 'Rollout|Revert|CrashLoop|Tasks' -benchtime 1x -timeout 60m -v
+	TEMPORAL_BIN=$(TEMPORAL) $(GO) test ./bench -run '^$$' -bench 'Rollout|Revert|CrashLoop|Tasks|Router|AbortWeight' -benchtime 1x -timeout 60m -v
 	TEMPORAL_BIN=$(TEMPORAL) $(GO) test ./auction -run '^$$' -bench . -benchtime 3x
 
 ## bench-scale: Diego's scale on this machine: 1,000 sim cells, 250,000 instances in 25,000 LRPs
@@ -100,8 +100,9 @@ soak: bin/bbs $(CURDIR)/bin/temporal-server
 fuzz:
 	$(GO) test ./api -run '^$$' -fuzz FuzzDecodeRequests -fuzztime 60s
 	$(GO) test ./protocol -run '^$$' -fuzz FuzzRequests -fuzztime 60s
+	$(GO) test ./analysis -run '^$$' -fuzz FuzzDecodeResult -fuzztime 30s
 
-## proto: regenerate protocol/pb/*.pb.go from the .proto files (commit the result; builds need no protoc).
+## proto: regenerate protocol/pb/*.pb.go and the Ruby bindings *_pb.rb from the .proto files (commit the result; builds need no protoc).
 proto:
 	GO=$(GO) PROTOC_VERSION=$(PROTOC_VERSION) PROTOC_GEN_GO_VERSION=$(PROTOC_GEN_GO_VERSION) protocol/pb/gen.sh write
 

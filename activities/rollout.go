@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/updatable-lrps/bbs/analysis"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
 	"go.temporal.io/sdk/activity"
@@ -31,6 +32,9 @@ type Rollouts struct {
 	// activities record them because workflow code must not, and its calls' inputs are
 	// pinned by the recorded histories.
 	Metrics RolloutMetrics
+	// Analysis are the providers an operator added to canary analysis (a webhook), asked
+	// beside the routers' telemetry.
+	Analysis []analysis.Provider
 }
 
 // RolloutMetrics records the walk for operators (metrics.Rollouts).

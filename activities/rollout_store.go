@@ -60,4 +60,8 @@ type RolloutStore interface {
 	// PruneDefinition retires def from the LRP's definitions map when no instance runs it and
 	// the LRP does not name it (seed 000); pruned says whether it did.
 	PruneDefinition(ctx context.Context, guid, def string) (pruned bool, err error)
+	// TrafficStore keeps the LRP's traffic split and the routers' acknowledgements.
+	TrafficStore
+	// AnalysisStore measures windows of the routers' telemetry and keeps verdicts.
+	AnalysisStore
 }

@@ -26,7 +26,6 @@ func TestStrategiesAreValidatedAtTheEdge(t *testing.T) {
 		"weight over 100":     obj{"canary": obj{"steps": []obj{{"weight": 120}}}},
 		"step with neither":   obj{"canary": obj{"steps": []obj{{"pause_ms": 1}}}},
 		"promote other":       obj{"canary": obj{"steps": []obj{{"instances": 1, "promote": "now"}}}},
-		"weight step not yet": obj{"canary": obj{"steps": []obj{{"weight": 10}}}},
 		"unknown window":      obj{"window": "maintenance"},
 		"not an object":       []int{1},
 	} {

@@ -37,6 +37,7 @@ type Store interface {
 	EvacuationStore
 	RolloutStore
 	CellStore
+	RouterStore
 }
 
 // Deps are what a Server serves over. The services are built once per process and shared
@@ -86,6 +87,7 @@ func NewServer(d Deps) *Server {
 		actual:      &actualLRPHandlers{store: d.Store, lrps: d.LRPs},
 		rollouts:    &rolloutHandlers{store: d.Store, lrps: d.LRPs},
 		cells:       &cellHandlers{store: d.Store},
+		routers:     &routerHandlers{store: d.Store},
 		lifecycle:   &lifecycleHandlers{store: d.Store, log: log},
 		evacuation:  &evacuationHandlers{store: d.Store},
 		tasks:       &taskHandlers{tasks: d.Tasks},
@@ -101,6 +103,7 @@ type routeHandlers struct {
 	actual      *actualLRPHandlers
 	rollouts    *rolloutHandlers
 	cells       *cellHandlers
+	routers     *routerHandlers
 	lifecycle   *lifecycleHandlers
 	evacuation  *evacuationHandlers
 	tasks       *taskHandlers
@@ -165,6 +168,7 @@ func (s *Server) routes(h routeHandlers) chi.Router {
 		r.Post("/v1/cells/list", handle(s, h.cells.listCells))
 		r.Post("/v1/cells/heartbeat", handle(s, h.cells.cellHeartbeat))
 		r.Post("/v1/cells/remove", handle(s, h.cells.removeCell))
+		r.Post("/v1/routers/report", handle(s, h.routers.report))
 
 		r.Post("/v1/actual_lrps/claim", handle(s, h.lifecycle.claimActualLRP))
 		r.Post("/v1/actual_lrps/start", handle(s, h.lifecycle.startActualLRP))

@@ -13,7 +13,8 @@ import (
 
 // Matrix is the chaos test on a cluster of process cells: four apps of three instances
 // under steady traffic through the router, and for each trial an update of the first (with a
-// timed canary step at one index), an
+// canary step at one index that takes a third of the requests by weight and is judged by
+// analysis), an
 // update of the second cancelled halfway, a rollback of the third, and an update of the
 // fourth to a definition that crash-loops from index 1 on — which the default strategy
 // reverts by itself, walking index 0 back — all in flight when the trial's faults hit.
@@ -108,11 +109,19 @@ func (m *Matrix) update(ctx context.Context, guid string, def model.LRPDefinitio
 	return m.updateWith(ctx, guid, def, nil)
 }
 
-// rollCanary is the strategy of the first app's update: a canary step at one index with a
-// short timed pause, so that the canary path walks under the trial's faults too.
+// rollCanary is the strategy of the first app's update: a canary step at one index taking a
+// third of the requests by weight, judged by analysis for a short pause — so that the
+// canary, the weight's acknowledgement by the router and the analysis all walk under the
+// trial's faults too. An analysis the faults leave inconclusive goes on: a trial's verdict
+// is the rollout's end, and a request the faults fail fails the trial anyway.
 func rollCanary() *model.RolloutStrategy {
-	one, pause := int32(1), int64(500)
-	return &model.RolloutStrategy{Canary: &model.CanaryStrategy{Steps: []model.CanaryStep{{Instances: &one, PauseMS: &pause}}}}
+	one, weight, pause := int32(1), int32(34), int64(1000)
+	interval, minRequests, p99 := int64(500), int64(20), int64(2000)
+	goOn := model.InconclusiveContinue
+	return &model.RolloutStrategy{
+		Canary:   &model.CanaryStrategy{Steps: []model.CanaryStep{{Instances: &one, Weight: &weight, PauseMS: &pause, Analysis: true}}},
+		Analysis: &model.RolloutAnalysis{IntervalMS: &interval, MinRequests: &minRequests, MaxP99DeltaMS: &p99, OnInconclusive: &goOn},
+	}
 }
 
 // updateWith updates guid to def with the rollout's own strategy (nil: the defaults).
@@ -335,6 +344,10 @@ func (m *Matrix) waitRollouts(ctx context.Context, want map[string]expected, wit
 			}
 			if r.ToDefinitionID != e.to {
 				return "", fmt.Errorf("%s's latest rollout goes to %s, not %s", guid, r.ToDefinitionID, e.to)
+			}
+			if guid == appRoll && r.State == model.RolloutCompleted && (r.TrafficGeneration == 0 || len(r.Analysis) == 0) {
+				return "", fmt.Errorf("%s's rollout completed without its weighted step acknowledged (generation %d) or judged (%d verdicts)",
+					guid, r.TrafficGeneration, len(r.Analysis))
 			}
 			if r.State != e.state {
 				w := fmt.Sprintf("%s's rollout to %s is %s (want %s) at index %d, %d updated", guid, r.ToDefinitionID, r.State, e.state, r.CurrentIndex, r.UpdatedInstances)

@@ -115,7 +115,7 @@ func buildBBS(bin string) error {
 // startDev starts `bbs dev` on free ports with its state in dataDir and waits until it says
 // it is up and its BBS-protocol listener answers a ping.
 func startDev(bin, temporal, dataDir string) (*devSystem, error) {
-	ports := make([]int, 8)
+	ports := make([]int, 9)
 	for i := range ports {
 		p, err := freePort()
 		if err != nil {
@@ -131,7 +131,9 @@ func startDev(bin, temporal, dataDir string) (*devSystem, error) {
 		"--pg-port", fmt.Sprint(pgPort),
 		"--temporal-bin", temporal, "--temporal-port", fmt.Sprint(tPort), "--temporal-ui-port", fmt.Sprint(uiPort),
 		"--router-listen", fmt.Sprintf("127.0.0.1:%d", routerPort),
-		"--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", routerAdminPort)}
+		"--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", routerAdminPort),
+		// Not the default 2222, which `make run` or another test run may hold.
+		"--ssh-proxy-listen", fmt.Sprintf("127.0.0.1:%d", ports[8])}
 	// No DATABASE_URL: the dev mode starts a PostgreSQL of its own.
 	p, err := startProcess(bin, nil, args...)
 	if err != nil {

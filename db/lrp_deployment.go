@@ -20,8 +20,12 @@ func (s *Store) LRPDeploymentByProcessGUID(ctx context.Context, guid string) (*m
 
 // LRPDeployments lists the matching LRPs with their live definitions, ordered by process guid.
 func (s *Store) LRPDeployments(ctx context.Context, f model.DesiredLRPFilter) ([]model.LRPDeployment, error) {
-	var rows []desiredWithDefinition
-	err := s.db.SelectContext(ctx, &rows, planPerCall+`SELECT `+desiredColumns+`, `+definitionAsDef+`
+	var rows []struct {
+		desiredWithDefinition
+		Traffic           jsonText `db:"traffic"`
+		TrafficGeneration int64    `db:"traffic_generation"`
+	}
+	err := s.db.SelectContext(ctx, &rows, planPerCall+`SELECT `+desiredColumns+`, l.traffic, l.traffic_generation, `+definitionAsDef+`
 FROM desired_lrps l
 JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.live`+
 		filterClause+` ORDER BY l.process_guid, d.created_at, d.definition_id`, filterArgs(f)...)
@@ -40,6 +44,10 @@ JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.live`+
 			if err != nil {
 				return nil, err
 			}
+			weights, err := decodeWeights(r.Traffic)
+			if err != nil {
+				return nil, err
+			}
 			out = append(out, model.LRPDeployment{
 				ProcessGUID:         r.ProcessGUID,
 				Domain:              r.Domain,
@@ -52,6 +60,9 @@ JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.live`+
 				HealthyDefinitionID: r.HealthyDefinitionID.String,
 				RolloutStrategy:     strategy,
 			})
+			if r.TrafficGeneration > 0 {
+				out[len(out)-1].Traffic = &model.TrafficSplit{ProcessGUID: r.ProcessGUID, Generation: r.TrafficGeneration, Weights: weights}
+			}
 		}
 		def, err := r.Def.model()
 		if err != nil {

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"database/sql"
 	"strings"
 
@@ -34,6 +35,10 @@ type rolloutRow struct {
 	StoredPhase      string         `db:"phase"`
 	Step             sql.NullInt32  `db:"step"`
 	LastControl      string         `db:"last_control"`
+	// Traffic is the split the routers last acknowledged (NULL: by instances).
+	Traffic           jsonText `db:"traffic"`
+	TrafficGeneration int64    `db:"traffic_generation"`
+	Analysis          jsonText `db:"analysis"`
 }
 
 // inProgressStates is model.RolloutStatesInProgress as an SQL list for `state IN`: literals
@@ -55,7 +60,7 @@ const rolloutColumns = `id, process_guid, kind, from_definition_id, to_definitio
     (extract(epoch FROM started_at) * 1e9)::bigint AS started_at,
     (extract(epoch FROM finished_at) * 1e9)::bigint AS finished_at,
     workflow_id, run_id, reason, strategy, failure, revert_failure, reverted_to, phase, step,
-    last_control`
+    last_control, traffic, traffic_generation, analysis`
 
 func (r *rolloutRow) model() model.Rollout {
 	given := []int32(r.GivenUpIndices)
@@ -70,6 +75,11 @@ func (r *rolloutRow) model() model.Rollout {
 	if r.Step.Valid {
 		step = &r.Step.Int32
 	}
+	traffic, _ := decodeWeights(r.Traffic) // the store's own JSON
+	analysis := []model.AnalysisVerdict{}
+	if r.Analysis != nil {
+		_ = json.Unmarshal(r.Analysis, &analysis)
+	}
 	total := 0
 	if s := r.Strategy.s; s != nil && s.Canary != nil {
 		total = len(s.Canary.Steps)
@@ -81,7 +91,7 @@ func (r *rolloutRow) model() model.Rollout {
 		GivenUpIndices: given, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt.Int64,
 		WorkflowID: r.WorkflowID, RunID: r.RunID, Reason: r.Reason, Strategy: r.Strategy.s,
 		Failure: r.Failure.f, RevertFailure: r.RevertFailure.f, RevertedTo: r.RevertedTo,
-		LastControl: r.LastControl,
+		LastControl: r.LastControl, Traffic: traffic, TrafficGeneration: r.TrafficGeneration, Analysis: analysis,
 	}
 }
 
@@ -124,11 +134,12 @@ LIMIT 1`, guid)
 func finishRolloutRow(ctx context.Context, tx *sqlx.Tx, id, state, reason string) (*model.Rollout, error) {
 	var r rolloutRow
 	// A revert restores the definition the rollout started from.
-	if err := tx.GetContext(ctx, &r, `UPDATE rollouts SET state = $2, reason = $3, finished_at = now(),
+	if err := tx.GetContext(ctx, &r, `UPDATE rollouts SET state = $2, reason = $3, finished_at = now(), traffic = NULL,
     reverted_to = CASE WHEN $2 = 'reverted' THEN from_definition_id ELSE reverted_to END
 WHERE id = $1 RETURNING `+rolloutColumns, id, state, reason); err != nil {
 		return nil, err
 	}
 	ro := r.model()
-	return &ro, nil
+	// The LRP routes by instances again once no rollout holds a weighted step.
+	return &ro, clearTraffic(ctx, tx, ro.ProcessGUID)
 }

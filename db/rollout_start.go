@@ -95,6 +95,9 @@ WHERE process_guid = $1 RETURNING instances`, req.ProcessGUID, to, from); err !=
 		if err != nil {
 			return err
 		}
+		if err := checkWeightCapacity(strategy, instances); err != nil {
+			return err
+		}
 		var r rolloutRow
 		if err := tx.GetContext(ctx, &r, `INSERT INTO rollouts (id, process_guid, kind, from_definition_id, to_definition_id,
     state, instances, workflow_id, strategy)

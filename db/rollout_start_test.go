@@ -1,6 +1,7 @@
 package db_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/updatable-lrps/bbs/db"
@@ -205,4 +206,72 @@ func TestCompleteRolloutEndsAndPrunesTogether(t *testing.T) {
 	}
 	_, err = s.CompleteRollout(ctx, "not-a-uuid", p, model.RolloutCompleted, nil)
 	wantType(t, err, model.ErrInvalidRequest)
+}
+
+// A rollout's cancel and its end change the desired LRP (the definition back, the previous
+// one cleared), and each such change is a desired_lrp_changed event, as its start is: a BBS
+// client watching the event streams sees the whole rollout. A retry changes nothing and
+// writes no event; a failed rollout leaves the LRP as it is.
+func TestRolloutCancelAndEndAreDesiredLRPChanges(t *testing.T) {
+	s := dbtest.NewStore(t)
+	lastChange := func() model.Change[model.DesiredLRPEvent] {
+		t.Helper()
+		var raw []byte
+		if err := s.DB().QueryRow(`SELECT data FROM events WHERE name = 'desired_lrp_changed' ORDER BY id DESC LIMIT 1`).Scan(&raw); err != nil {
+			t.Fatal(err)
+		}
+		var c model.Change[model.DesiredLRPEvent]
+		if err := json.Unmarshal(raw, &c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	id := startedUpdate(t, s, "app", 2, "v2")
+	changes := events(t, s, model.EventDesiredLRPChanged)
+	for range 2 {
+		if err := s.BeginCancel(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := events(t, s, model.EventDesiredLRPChanged); n != changes+1 {
+		t.Fatalf("%d desired_lrp_changed events for a cancel begun twice, want 1", n-changes)
+	}
+	c := lastChange()
+	before, after := c.Before.Model(), c.After.Model()
+	if before.DefinitionID != "v2" || before.PreviousDefinitionID != "app" || after.DefinitionID != "app" || after.PreviousDefinitionID != "v2" ||
+		after.ModificationTag.Index != before.ModificationTag.Index+1 {
+		t.Fatalf("the cancel's change: before %s/%s (%d), after %s/%s (%d)", before.DefinitionID, before.PreviousDefinitionID,
+			before.ModificationTag.Index, after.DefinitionID, after.PreviousDefinitionID, after.ModificationTag.Index)
+	}
+	for range 2 {
+		if _, err := s.FinishRollout(ctx, id, model.RolloutCanceled, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := events(t, s, model.EventDesiredLRPChanged); n != changes+2 {
+		t.Fatalf("%d desired_lrp_changed events after the cancel's end (twice), want 2", n-changes)
+	}
+	if after := lastChange().After.Model(); after.DefinitionID != "app" || after.PreviousDefinitionID != "" {
+		t.Fatalf("the end's change: after %s/%s", after.DefinitionID, after.PreviousDefinitionID)
+	}
+
+	// A completed walk clears the previous definition with one event; a failed rollout
+	// changes nothing of the LRP.
+	done := startedUpdate(t, s, "done", 1, "d2")
+	changes = events(t, s, model.EventDesiredLRPChanged)
+	if _, err := s.CompleteRollout(ctx, done, model.RolloutProgress{State: model.RolloutActive, Instances: 1, GivenUpIndices: []int32{}}, model.RolloutCompleted, nil); err != nil {
+		t.Fatal(err)
+	}
+	if after := lastChange().After.Model(); events(t, s, model.EventDesiredLRPChanged) != changes+1 || after.ProcessGUID != "done" ||
+		after.DefinitionID != "d2" || after.PreviousDefinitionID != "" {
+		t.Fatalf("the completion's change: %+v", after)
+	}
+	failed := startedUpdate(t, s, "failed", 1, "f2")
+	changes = events(t, s, model.EventDesiredLRPChanged)
+	if _, err := s.FinishRollout(ctx, failed, model.RolloutFailed, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if n := events(t, s, model.EventDesiredLRPChanged); n != changes {
+		t.Fatalf("a failed rollout wrote %d desired_lrp_changed events", n-changes)
+	}
 }

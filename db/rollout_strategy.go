@@ -87,6 +87,28 @@ func resolveStrategy(req RolloutRequest, lrpDefault jsonText) (jsonText, error) 
 	return encodeStrategy(&resolved)
 }
 
+// checkWeightCapacity refuses a strategy whose weighted steps the LRP's instances cannot
+// carry at all: the capacity guard's fewest instances on each side of a weight exceed them
+// (one instance cannot be split 10/90). Nothing is written then.
+func checkWeightCapacity(raw jsonText, instances int32) error {
+	s, err := decodeStrategy(raw)
+	if err != nil || s == nil || s.Canary == nil {
+		return err
+	}
+	for i, st := range s.Canary.Steps {
+		if st.Weight == nil || *st.Weight == 0 {
+			continue
+		}
+		newMin, oldMin := model.WeightInstances(*st.Weight, instances, model.DefaultWeightHeadroom)
+		if newMin+oldMin > instances {
+			return model.Errorf(model.ErrInvalidRequest, "strategy.canary.steps[%d].weight %d %% cannot be carried by %d instances: "+
+				"the capacity guard needs at least %d of the new definition and %d of the others (%.0f× an even share at most)",
+				i, *st.Weight, instances, newMin, oldMin, model.DefaultWeightHeadroom)
+		}
+	}
+	return nil
+}
+
 // SetRolloutPace records a rollout's new max_in_flight (set_pace) in its strategy, with a
 // rollout_changed event; NoRolloutInProgress once the rollout has ended.
 func (s *Store) SetRolloutPace(ctx context.Context, id string, maxInFlight int32) (*model.Rollout, error) {

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"errors"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -76,25 +77,39 @@ func (s *Store) desireInTx(ctx context.Context, tx *sqlx.Tx, events *eventBatch,
 	// The insert comes first: the index's instance of def is new but for a walk back or a
 	// repeated step, and one statement is then all it costs.
 	var rows []actualRow
-	err := tx.SelectContext(ctx, &rows, `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain,
+	for attempt := 1; ; attempt++ {
+		rows = rows[:0]
+		err := tx.SelectContext(ctx, &rows, `INSERT INTO actual_lrps (process_guid, definition_id, instance_index, domain,
     state, since, modification_epoch)
 SELECT l.process_guid, d.definition_id, $3, l.domain, 'UNCLAIMED', $4, gen_random_uuid()::text
 FROM desired_lrps l JOIN lrp_definitions d ON d.process_guid = l.process_guid AND d.definition_id = $2 AND d.live
 WHERE l.process_guid = $1
 ON CONFLICT DO NOTHING
 RETURNING `+actualColumns, guid, def, index, s.nowNanos())
-	if err != nil {
-		return nil, err
-	}
-	if len(rows) == 0 {
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) > 0 {
+			break
+		}
 		// There is one already (possibly a retiring one: a walk back over an index whose old
 		// instance is still draining; it stays retiring, and the wait treats it as not there
 		// yet), or def is not live.
 		a, err := instanceInTx(ctx, tx, guid, def, index)
-		if model.IsType(err, model.ErrResourceNotFound) {
+		if !model.IsType(err, model.ErrResourceNotFound) {
+			return a, err
+		}
+		// Nothing there now: def is not live, or the instance the insert met was removed in
+		// between (a walk back over an index whose old instance its cell had claimed the stop
+		// of, and removed): the next insert finds the place free.
+		var live bool
+		if err := tx.GetContext(ctx, &live, `SELECT EXISTS (SELECT 1 FROM lrp_definitions
+WHERE process_guid = $1 AND definition_id = $2 AND live)`, guid, def); err != nil {
+			return nil, err
+		}
+		if !live || attempt == 3 {
 			return nil, model.Errorf(model.ErrResourceNotFound, "LRP %q has no live definition %q", guid, def)
 		}
-		return a, err
 	}
 	out, err := rows[0].model()
 	if err != nil {
@@ -260,16 +275,17 @@ func (s *Store) BeginCancel(ctx context.Context, id string) error {
 		if !r.InProgress() {
 			return model.Errorf(model.ErrNoUpdateInProgress, "rollout %s is %s", id, r.State)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE desired_lrps SET active_definition_id = $2, healthy_definition_id = $2,
+		events, err := s.changeDesired(ctx, tx, r.ProcessGUID, `UPDATE desired_lrps SET active_definition_id = $2, healthy_definition_id = $2,
     previous_definition_id = $3, modification_index = modification_index + 1, updated_at = now()
-WHERE process_guid = $1`, r.ProcessGUID, r.FromDefinitionID, r.ToDefinitionID); err != nil {
+WHERE process_guid = $1`, r.ProcessGUID, r.FromDefinitionID, r.ToDefinitionID)
+		if err != nil {
 			return err
 		}
 		var row rolloutRow
 		if err := tx.GetContext(ctx, &row, `UPDATE rollouts SET state = 'canceling' WHERE id = $1 RETURNING `+rolloutColumns, id); err != nil {
 			return err
 		}
-		return appendEvents(ctx, tx, event(model.EventRolloutChanged, row.model()))
+		return appendEvents(ctx, tx, append(events, event(model.EventRolloutChanged, row.model()))...)
 	})
 }
 
@@ -285,27 +301,57 @@ func (s *Store) FinishRollout(ctx context.Context, id, state, reason string) (fi
 		if err != nil || !r.InProgress() {
 			return err
 		}
-		done, err := finishLocked(ctx, tx, r, state, reason)
+		done, events, err := s.finishLocked(ctx, tx, r, state, reason)
 		if err != nil {
 			return err
 		}
 		finished = true
-		return appendEvents(ctx, tx, event(model.EventRolloutChanged, done))
+		return appendEvents(ctx, tx, append(events, event(model.EventRolloutChanged, done))...)
 	})
 	return finished && err == nil, err
 }
 
 // finishLocked ends the locked rollout r in state: completed and canceled clear its LRP's
-// previous definition, which the walk no longer needs.
-func finishLocked(ctx context.Context, tx *sqlx.Tx, r *model.Rollout, state, reason string) (*model.Rollout, error) {
+// previous definition, which the walk no longer needs. events are the LRP's change.
+func (s *Store) finishLocked(ctx context.Context, tx *sqlx.Tx, r *model.Rollout, state, reason string) (done *model.Rollout, events []pendingEvent, err error) {
 	if state != model.RolloutFailed {
-		if _, err := tx.ExecContext(ctx, `UPDATE desired_lrps SET previous_definition_id = NULL,
+		events, err = s.changeDesired(ctx, tx, r.ProcessGUID, `UPDATE desired_lrps SET previous_definition_id = NULL,
     modification_index = modification_index + 1, updated_at = now()
-WHERE process_guid = $1 AND previous_definition_id IS NOT NULL`, r.ProcessGUID); err != nil {
-			return nil, err
+WHERE process_guid = $1 AND previous_definition_id IS NOT NULL`, r.ProcessGUID)
+		if err != nil {
+			return nil, nil, err
 		}
 	}
-	return finishRolloutRow(ctx, tx, r.ID, state, reason)
+	done, err = finishRolloutRow(ctx, tx, r.ID, state, reason)
+	return done, events, err
+}
+
+// changeDesired runs update, a statement that changes the LRP of guid (at most its one row),
+// and returns the desired_lrp_changed event of the change, or none when it changed nothing or
+// the LRP is gone. Every change of a desired LRP is an event, as in BBS: a client of the event
+// streams (Cloud Controller's half of definition updates, docs/CLOUD_CONTROLLER.md) sees a
+// rollout's cancel and its end — the definition back, previous_definition_id cleared — as it
+// sees its start.
+func (s *Store) changeDesired(ctx context.Context, tx *sqlx.Tx, guid, update string, args ...any) ([]pendingEvent, error) {
+	before, err := s.desiredInTx(ctx, tx, guid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	res, err := tx.ExecContext(ctx, update, args...)
+	if err != nil {
+		return nil, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return nil, err
+	}
+	after, err := s.desiredInTx(ctx, tx, guid)
+	if err != nil {
+		return nil, err
+	}
+	return []pendingEvent{changed(model.EventDesiredLRPChanged, model.NewDesiredLRPEvent(before), model.NewDesiredLRPEvent(after))}, nil
 }
 
 // CompleteRollout ends a rollout whose walk went through every index, in one transaction:
@@ -326,7 +372,7 @@ func (s *Store) CompleteRollout(ctx context.Context, id string, p model.RolloutP
 		if _, err := recordProgressRow(ctx, tx, id, p); err != nil {
 			return err
 		}
-		done, err := finishLocked(ctx, tx, r, state, "")
+		done, events, err := s.finishLocked(ctx, tx, r, state, "")
 		if err != nil {
 			return err
 		}
@@ -341,7 +387,7 @@ func (s *Store) CompleteRollout(ctx context.Context, id string, p model.RolloutP
 			}
 		}
 		finished = true
-		return appendEvents(ctx, tx, event(model.EventRolloutChanged, done))
+		return appendEvents(ctx, tx, append(events, event(model.EventRolloutChanged, done))...)
 	})
 	return finished && err == nil, err
 }

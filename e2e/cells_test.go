@@ -19,6 +19,7 @@ type devStack struct {
 	api                  client
 	pgPort, temporalPort int
 	routerPort           int
+	routerAdminPort      int
 	sshPort              int
 	dataDir              string
 }
@@ -32,11 +33,11 @@ func startDev(t *testing.T, extra ...string) *devStack {
 		"--bbs-listen", fmt.Sprintf("127.0.0.1:%d", freeport.Port(t)), "--bbs-tls-listen", fmt.Sprintf("127.0.0.1:%d", freeport.Port(t)),
 		"--pg-port", fmt.Sprint(pgPort), "--temporal-bin", bin,
 		"--temporal-port", fmt.Sprint(temporalPort), "--temporal-ui-port", fmt.Sprint(freeport.Port(t))}, extra...)
-	routerPort, sshPort := freeport.Port(t), freeport.Port(t)
-	args = append(args, "--router-listen", fmt.Sprintf("127.0.0.1:%d", routerPort), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freeport.Port(t)),
+	routerPort, routerAdminPort, sshPort := freeport.Port(t), freeport.Port(t), freeport.Port(t)
+	args = append(args, "--router-listen", fmt.Sprintf("127.0.0.1:%d", routerPort), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", routerAdminPort),
 		"--ssh-proxy-listen", fmt.Sprintf("127.0.0.1:%d", sshPort))
 	d := &devStack{p: start(t, nil, args...), api: client{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", apiPort)},
-		pgPort: pgPort, temporalPort: temporalPort, routerPort: routerPort, sshPort: sshPort, dataDir: dataDir}
+		pgPort: pgPort, temporalPort: temporalPort, routerPort: routerPort, routerAdminPort: routerAdminPort, sshPort: sshPort, dataDir: dataDir}
 	d.p.waitOutput(t, "Ctrl-C stops everything", 2*time.Minute)
 	t.Cleanup(func() { d.p.cmd.Process.Signal(syscall.SIGINT); <-d.p.done })
 	return d

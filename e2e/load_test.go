@@ -16,13 +16,16 @@ type load struct {
 	sent, failed atomic.Int64
 	mu           sync.Mutex
 	byDef        map[string]int
-	lastErr      string
+	// appErrors are 500s an instance answered (the app's own, by definition): a bad
+	// release's answers, not a request the platform failed.
+	appErrors map[string]int
+	lastErr   string
 	stop         chan struct{}
 	wg           sync.WaitGroup
 }
 
 func (d *devStack) drive(host string, workers int) *load {
-	l := &load{byDef: map[string]int{}, stop: make(chan struct{})}
+	l := &load{byDef: map[string]int{}, appErrors: map[string]int{}, stop: make(chan struct{})}
 	c := &http.Client{Timeout: 5 * time.Second}
 	for i := 0; i < workers; i++ {
 		l.wg.Add(1)
@@ -44,6 +47,12 @@ func (d *devStack) drive(host string, workers int) *load {
 				}
 				io.Copy(io.Discard, res.Body)
 				res.Body.Close()
+				if def := res.Header.Get("X-LRP-Definition"); res.StatusCode == http.StatusInternalServerError && def != "" {
+					l.mu.Lock()
+					l.appErrors[def]++
+					l.mu.Unlock()
+					continue
+				}
 				if res.StatusCode != http.StatusOK {
 					l.fail(res.Status)
 					continue
@@ -68,7 +77,7 @@ func (l *load) finish(t *testing.T, what string) {
 	t.Helper()
 	close(l.stop)
 	l.wg.Wait()
-	t.Logf("%s: %d requests through the router, %d failed, answered by %v", what, l.sent.Load(), l.failed.Load(), l.byDef)
+	t.Logf("%s: %d requests through the router, %d failed, answered by %v, app errors %v", what, l.sent.Load(), l.failed.Load(), l.byDef, l.appErrors)
 	if l.failed.Load() > 0 {
 		t.Fatalf("%s: %d of %d requests failed (last: %s)", what, l.failed.Load(), l.sent.Load(), l.lastErr)
 	}

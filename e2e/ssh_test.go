@@ -37,6 +37,9 @@ type sshUser struct {
 	port    int
 	home    string
 	askpass string
+	// bind is the loopback address the client connects from ("": the system's choice):
+	// the proxy limits failed logins per source address.
+	bind string
 }
 
 func (d *devStack) sshUser(t *testing.T, passwordFile string) *sshUser {
@@ -47,6 +50,30 @@ func (d *devStack) sshUser(t *testing.T, passwordFile string) *sshUser {
 		t.Fatal(err)
 	}
 	return &sshUser{t: t, port: d.sshPort, home: home, askpass: askpass}
+}
+
+// as is the user with another password (a one-time code, a wrong one), connecting from the
+// loopback address bind.
+func (u *sshUser) as(password, bind string) *sshUser {
+	u.t.Helper()
+	f, err := os.CreateTemp(u.home, "askpass-")
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	fmt.Fprintf(f, "#!/bin/sh\necho '%s'\n", password)
+	f.Close()
+	os.Chmod(f.Name(), 0o700)
+	return &sshUser{t: u.t, port: u.port, home: u.home, askpass: f.Name(), bind: bind}
+}
+
+// sshCode is a fresh one-time code from the dev stack's stand-in UAA, as a user gets one.
+func (d *devStack) sshCode(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command(bbsBin, "ssh-code", "--data-dir", d.dataDir).Output()
+	if err != nil {
+		t.Fatalf("bbs ssh-code: %v", err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // command is one of ssh, scp, sftp with the options that make it non-interactive: no known
@@ -60,6 +87,9 @@ func (u *sshUser) command(tool string, args ...string) *exec.Cmd {
 		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "GlobalKnownHostsFile=/dev/null",
 		"-o", "PubkeyAuthentication=no", "-o", "PreferredAuthentications=password", "-o", "NumberOfPasswordPrompts=1",
 		"-o", "ConnectTimeout=10"}, args...)
+	if u.bind != "" {
+		all = append([]string{"-o", "BindAddress=" + u.bind}, all...)
+	}
 	cmd := exec.Command(sshTool(u.t, tool), all...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + u.home, "TERM=xterm",
 		"SSH_ASKPASS=" + u.askpass, "SSH_ASKPASS_REQUIRE=force", "DISPLAY=none"}
@@ -190,7 +220,9 @@ func TestSSHIntoInstancesThroughARollingUpdate(t *testing.T) {
 		}
 	})
 	u := d.sshUser(t, filepath.Join(d.dataDir, "ssh", "proxy_password"))
-	d.api.mustPost("/v1/desired_lrp/desire", obj{"desired_lrp": d.sshLRP(t, "web", n)}, nil)
+	web := d.sshLRP(t, "web", n)
+	web["log_guid"] = webApp // as Cloud Controller sets it: cf users name the app guid
+	d.api.mustPost("/v1/desired_lrp/desire", obj{"desired_lrp": web}, nil)
 	d.api.mustPost("/v1/desired_lrp/desire", obj{"desired_lrp": demoLRP("plain", 0)}, nil)
 	d.waitFor(t, "3 RUNNING on web", 60*time.Second, func() bool { return d.allOn("web", "web", n) })
 
@@ -283,6 +315,9 @@ func TestSSHIntoInstancesThroughARollingUpdate(t *testing.T) {
 		}
 	})
 
+	t.Run("cf ssh with one-time codes", func(t *testing.T) { cfSSH(t, d, u) })
+	t.Run("failed logins are limited", func(t *testing.T) { failedLoginsAreLimited(t, d, u) })
+
 	t.Run("a session through a rolling update", func(t *testing.T) {
 		s := u.startSession("diego:web/2")
 		s.ping("before")
@@ -351,4 +386,86 @@ func TestSSHIntoInstancesThroughARollingUpdate(t *testing.T) {
 			t.Fatalf("crash report %v", report)
 		}
 	})
+}
+
+// webApp is the app guid of the test's LRP "web" (its log_guid).
+const webApp = "0b7a3c51-8e1f-4d1b-a7f4-3c9e2d6b5a10"
+
+// cfSSH logs in as `cf ssh` does, with the dev stack's stand-ins for UAA and Cloud
+// Controller: ssh, scp and sftp each with a fresh code from `bbs ssh-code`; a code is good
+// once; the refusals say why; the session's audit line names the app, the UAA user and the
+// bytes.
+func cfSSH(t *testing.T, d *devStack, u *sshUser) {
+	user := "cf:" + webApp + "/1"
+	code := d.sshCode(t)
+	if out := u.as(code, "127.0.0.11").mustRun(t, user, "echo index=$CF_INSTANCE_INDEX"); out != "index=1\n" {
+		t.Fatalf("cf ssh: %q", out)
+	}
+	if _, stderr, err := u.as(code, "127.0.0.11").run(user, "true"); err == nil || !strings.Contains(stderr, "bbs ssh-proxy: the one-time code is not valid") {
+		t.Fatalf("the code again: %v, %q", err, stderr)
+	}
+	d.p.waitOutput(t, `"user": "`+user+`", "app_guid": "`+webApp+`", "principal": "dev", "process_guid": "web", "index": 1`, 10*time.Second)
+	d.p.waitOutput(t, `"bytes_to_instance": 0, "bytes_from_instance": 8, "ended": "client closed"`, 10*time.Second)
+
+	local := filepath.Join(u.home, "cf-up.txt")
+	os.WriteFile(local, []byte("uploaded as cf\n"), 0o644)
+	if out, err := u.as(d.sshCode(t), "").command("scp", "-o", "User="+user, local, "127.0.0.1:cf-up.txt").CombinedOutput(); err != nil {
+		t.Fatalf("scp as cf: %v\n%s", err, out)
+	}
+	if out, err := u.as(d.sshCode(t), "").command("scp", "-o", "User="+user, "127.0.0.1:cf-up.txt", filepath.Join(u.home, "cf-down.txt")).CombinedOutput(); err != nil {
+		t.Fatalf("scp down as cf: %v\n%s", err, out)
+	}
+	sftp := u.as(d.sshCode(t), "").command("sftp", "-o", "User="+user, "127.0.0.1")
+	sftp.Stdin = strings.NewReader("get cf-up.txt " + filepath.Join(u.home, "cf-sftp.txt") + "\nls\n")
+	if out, err := sftp.CombinedOutput(); err != nil || !strings.Contains(string(out), "cf-up.txt") {
+		t.Fatalf("sftp as cf: %v\n%s", err, out)
+	}
+	for _, f := range []string{"cf-down.txt", "cf-sftp.txt"} {
+		if b, _ := os.ReadFile(filepath.Join(u.home, f)); string(b) != "uploaded as cf\n" {
+			t.Fatalf("%s: %q", f, b)
+		}
+	}
+
+	for _, tc := range []struct{ user, code, want string }{
+		{user, "not-a-code", "the one-time code is not valid"},
+		{"cf:6d0c0d0e-0000-4000-8000-000000000000/0", d.sshCode(t), `app "6d0c0d0e-0000-4000-8000-000000000000" not found`},
+		{"cf:" + webApp + "/3", d.sshCode(t), `index 3 is out of range: LRP "web" has 3 instance(s) (indices 0-2)`},
+		{"cf:" + webApp, d.sshCode(t), "has no /<index> after the app guid"},
+		{"root", d.sshCode(t), "is not of the form diego:<process_guid>/<index> or cf:<app_guid>/<index>"},
+	} {
+		_, stderr, err := u.as(tc.code, "127.0.0.12").run(tc.user, "true")
+		if err == nil || !strings.Contains(stderr, "bbs ssh-proxy: ") || !strings.Contains(stderr, tc.want) {
+			t.Errorf("ssh %s: %v, stderr %q; want a refusal saying %q", tc.user, err, stderr, tc.want)
+		}
+	}
+}
+
+// failedLoginsAreLimited: five failed logins from one address refuse it, even with the
+// right password, while another address gets in; five for one user (from five addresses,
+// at any index) refuse that user, even with a good code. Each part has addresses and users
+// of its own: the other subtests' failures do not count here.
+func failedLoginsAreLimited(t *testing.T, d *devStack, u *sshUser) {
+	for i := range 5 {
+		if _, stderr, _ := u.as("wrong", "127.0.0.13").run(fmt.Sprintf("diego:x%d/0", i), "true"); !strings.Contains(stderr, "permission denied") {
+			t.Fatalf("failure %d: %q", i, stderr)
+		}
+	}
+	password, _ := os.ReadFile(filepath.Join(d.dataDir, "ssh", "proxy_password"))
+	if _, stderr, err := u.as(string(password), "127.0.0.13").run("diego:web/0", "true"); err == nil || !strings.Contains(stderr, "bbs ssh-proxy: too many failed logins from 127.0.0.13: try again in ") {
+		t.Fatalf("the right password from a limited address: %v, %q", err, stderr)
+	}
+	if out := u.as(string(password), "127.0.0.14").mustRun(t, "diego:web/0", "echo in"); out != "in\n" {
+		t.Fatalf("another address: %q", out)
+	}
+
+	const app = "5e6f7a8b-0000-4000-8000-00000000000a"
+	for i := range 5 {
+		if _, stderr, _ := u.as("bad-code", fmt.Sprintf("127.0.0.%d", 20+i)).run(fmt.Sprintf("cf:%s/%d", app, i), "true"); !strings.Contains(stderr, "the one-time code is not valid") {
+			t.Fatalf("failure %d for the user: %q", i, stderr)
+		}
+	}
+	_, stderr, err := u.as(d.sshCode(t), "127.0.0.25").run("cf:"+app+"/0", "true")
+	if err == nil || !strings.Contains(stderr, `bbs ssh-proxy: too many failed logins for user "cf:`+app+`": try again in `) {
+		t.Fatalf("a good code for a limited user: %v, %q", err, stderr)
+	}
 }

@@ -29,6 +29,8 @@ type Store interface {
 	// locked, with allow, and records it as the rollout's last control, in one transaction
 	// (NoRolloutInProgress when there is none).
 	RecordRolloutControl(ctx context.Context, guid, kind string, allow func(*model.Rollout) error) (*model.Rollout, error)
+	// WithdrawWeight takes a weighted rollout's new definition to a weight of 0.
+	WithdrawWeight(ctx context.Context, rolloutID string) (bool, error)
 }
 
 // Stopper asks cells to stop CLAIMED or RUNNING instances; the cells then remove the records.
@@ -136,6 +138,7 @@ func (s *Service) CancelUpdate(ctx context.Context, guid string) (*model.Rollout
 	if err != nil {
 		return nil, err
 	}
+	s.withdrawWeight(ctx, r)
 	if err := s.workflows.CancelRollout(ctx, r, d.Domain); err != nil {
 		return nil, model.Errorf(model.ErrUnavailable, "could not signal the rollout workflow: %v", err)
 	}

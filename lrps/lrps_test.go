@@ -70,6 +70,8 @@ func (f *fakeStore) SetRolloutPace(_ context.Context, _ string, n int32) (*model
 
 // RecordRolloutControl decides and records a pause or resume on the fake's rollout, as the
 // store does on the locked row.
+func (f *fakeStore) WithdrawWeight(context.Context, string) (bool, error) { return false, nil }
+
 func (f *fakeStore) RecordRolloutControl(_ context.Context, guid, kind string, allow func(*model.Rollout) error) (*model.Rollout, error) {
 	if f.rollout == nil || !f.rollout.InProgress() {
 		return nil, model.Errorf(model.ErrNoRolloutInProgress, "LRP %q has no rollout in progress", guid)

@@ -60,7 +60,20 @@ func (s *Service) Abort(ctx context.Context, guid, reason string) (*model.Rollou
 	if len(reason) > MaxAbortReason {
 		return nil, model.Errorf(model.ErrInvalidRequest, "reason is %d bytes, more than %d", len(reason), MaxAbortReason)
 	}
-	return s.control(ctx, guid, model.RolloutControl{Kind: model.ControlAbort, Reason: reason}, nil)
+	return s.control(ctx, guid, model.RolloutControl{Kind: model.ControlAbort, Reason: reason}, func(r *model.Rollout) error {
+		s.withdrawWeight(ctx, r)
+		return nil
+	})
+}
+
+// withdrawWeight takes the new definition's traffic weight to 0 at once, in the store, when
+// the rollout holds a weighted step: the routers follow within a second, without waiting for
+// the workflow to hear of the abort or cancel (which then sets the same split and waits for
+// the routers). Should the store not answer, the workflow still does it first.
+func (s *Service) withdrawWeight(ctx context.Context, r *model.Rollout) {
+	if _, err := s.store.WithdrawWeight(ctx, r.ID); err != nil {
+		s.log.Warn("withdraw the new definition's weight", zap.String("process_guid", r.ProcessGUID), zap.Error(err))
+	}
 }
 
 // SetPace replaces maxInFlight indices at once from the rollout's next index on; the rollout
@@ -90,14 +103,15 @@ func (s *Service) Promote(ctx context.Context, guid string, full bool) (*model.R
 	})
 }
 
-// control sends c to the rollout under way for guid, once check (if any) lets it.
-func (s *Service) control(ctx context.Context, guid string, c model.RolloutControl, check func(*model.Rollout) error) (*model.Rollout, error) {
+// control sends c to the rollout under way for guid, once before (if any) — a check, or the
+// control's first effect — lets it.
+func (s *Service) control(ctx context.Context, guid string, c model.RolloutControl, before func(*model.Rollout) error) (*model.Rollout, error) {
 	r, err := s.inProgress(ctx, guid)
 	if err != nil {
 		return nil, err
 	}
-	if check != nil {
-		if err := check(r); err != nil {
+	if before != nil {
+		if err := before(r); err != nil {
 			return nil, err
 		}
 	}

@@ -14,6 +14,10 @@ type LRPDeployment struct {
 	HealthyDefinitionID string                   `json:"healthy_definition_id"`
 	// RolloutStrategy is the LRP's default rollout strategy (DesiredLRP.RolloutStrategy).
 	RolloutStrategy *RolloutStrategy `json:"rollout_strategy,omitempty"`
+	// Traffic is how its routes split requests between its definitions (ROLLOUTS-NEXT.md
+	// section 5), nil for an LRP whose split never changed (by instances): routers read it
+	// with the LRP and follow its traffic_changed events.
+	Traffic *TrafficSplit `json:"traffic,omitempty"`
 }
 
 // LRPDeploymentCreate is the CreateLRPDeployment request of seed 000.

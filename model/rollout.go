@@ -44,6 +44,8 @@ const (
 	// holding at a manual step until a promote.
 	PhaseCanary            = "canary"
 	PhaseAwaitingPromotion = "awaiting_promotion"
+	// PhaseAnalyzing: at a canary step whose analysis window runs.
+	PhaseAnalyzing = "analyzing"
 	PhasePaused            = "paused"
 	PhaseReverting         = "reverting"
 	PhaseCompleted         = "completed"
@@ -117,6 +119,13 @@ type Rollout struct {
 	// that took effect (answered 200) from a resume of a rollout never paused (InvalidPhase).
 	// The store's bookkeeping, not part of what the API reports.
 	LastControl string `json:"-"`
+	// Traffic is the split of the LRP's requests by definition, in percent, as every router
+	// last acknowledged it while the rollout held a weighted step (nil: by instances), and
+	// TrafficGeneration its generation (ROLLOUTS-NEXT.md sections 2 and 5).
+	Traffic           map[string]int32 `json:"traffic,omitempty"`
+	TrafficGeneration int64            `json:"traffic_generation,omitempty"`
+	// Analysis are the verdicts of canary against baseline, in the order they were given.
+	Analysis []AnalysisVerdict `json:"analysis"`
 }
 
 // RolloutStatesInProgress are the states of a rollout still under way: walking, paused
@@ -184,6 +193,9 @@ const (
 	FailureProgressDeadline = "progress_deadline"
 	// FailureAborted: an operator aborted the rollout.
 	FailureAborted = "aborted"
+	// FailureCapacity: a weighted step's capacity guard refused its weight (a platform
+	// failure: the rollout pauses for a human, it never reverts for it).
+	FailureCapacity = "capacity"
 )
 
 // RolloutFailure says why a rollout (or its revert) failed: which index and instance of which

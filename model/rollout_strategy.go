@@ -381,24 +381,8 @@ func (s *RolloutStrategy) Supported() error {
 	if s == nil {
 		return nil
 	}
-	notYet := func(what string) error {
-		return invalid("%s is not available on this server yet (ROLLOUTS-NEXT.md)", what)
-	}
-	switch {
-	case s.Analysis != nil && s.Analysis.Background != nil && *s.Analysis.Background:
-		return notYet("strategy.analysis.background (canary analysis)")
-	case s.Window != nil:
+	if s.Window != nil {
 		return invalid("strategy.window: no rollout window %q is defined", *s.Window)
-	}
-	if s.Canary != nil {
-		for i, st := range s.Canary.Steps {
-			if st.Weight != nil {
-				return notYet(fmt.Sprintf("strategy.canary.steps[%d].weight (traffic-weighted canaries)", i))
-			}
-			if st.Analysis {
-				return notYet(fmt.Sprintf("strategy.canary.steps[%d].analysis (canary analysis)", i))
-			}
-		}
 	}
 	return nil
 }

@@ -40,6 +40,8 @@ func (s *recordingStore) write(validate func() error) {
 	}
 }
 
+func (s *recordingStore) WithdrawWeight(context.Context, string) (bool, error) { return false, nil }
+
 func (s *recordingStore) Ping(context.Context) error { return nil }
 func (s *recordingStore) UpsertDomain(_ context.Context, d model.Domain) error {
 	s.mu.Lock()

@@ -155,12 +155,9 @@ func TestRefusedStrategiesWriteNothing(t *testing.T) {
 	}{
 		{"weight over 100", &pb.RolloutStrategy{Canary: &pb.CanaryStrategy{Steps: []*pb.CanaryStep{{Weight: p(int32(120))}}}}, "weight must be between 0 and 100"},
 		{"unknown on_failure", &pb.RolloutStrategy{OnFailure: p("explode")}, "on_failure"},
-		{"canary weight step", &pb.RolloutStrategy{Canary: &pb.CanaryStrategy{Steps: []*pb.CanaryStep{{Weight: p(int32(10))}}}}, "not available"},
-		{"a dark canary", &pb.RolloutStrategy{Canary: &pb.CanaryStrategy{Steps: []*pb.CanaryStep{{Instances: p(int32(1)), Weight: p(int32(0))}}}}, "not available"},
 		{"canary without steps", &pb.RolloutStrategy{Canary: &pb.CanaryStrategy{}}, "steps"},
 		{"zero in flight", &pb.RolloutStrategy{MaxInFlight: p(int32(0))}, "max_in_flight"},
 		{"a NaN ratio", &pb.RolloutStrategy{Analysis: &pb.RolloutAnalysis{MaxErrorRateRatio: p(math.NaN())}}, "finite"},
-		{"background analysis", &pb.RolloutStrategy{Analysis: &pb.RolloutAnalysis{Background: p(true)}}, "not available"},
 		{"an unknown window", &pb.RolloutStrategy{Window: p("maintenance")}, "window"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -23,6 +23,9 @@ type Emitter struct {
 	Table  *Table
 	Resync time.Duration // default 30 s
 	Log    *zap.Logger
+	// Applied, when set, is called after the table took a traffic split (from its event or
+	// a resync): the router reports what it routes by at once.
+	Applied func()
 }
 
 // Run follows the BBS until ctx ends.
@@ -64,7 +67,14 @@ func (e *Emitter) sync(ctx context.Context) error {
 		lrps[i] = LRPFromDeployment(&deps[i])
 	}
 	e.Table.Replace(lrps, actual)
+	e.applied()
 	return nil
+}
+
+func (e *Emitter) applied() {
+	if e.Applied != nil {
+		e.Applied()
+	}
 }
 
 // follow applies events until the stream breaks, resyncing every Resync.
@@ -119,6 +129,14 @@ func (e *Emitter) apply(ctx context.Context, ev model.Event) {
 				guid.ProcessGUID = guid.After.ProcessGUID
 			}
 			e.refreshLRP(ctx, guid.ProcessGUID)
+		}
+	case model.EventTrafficChanged:
+		var split model.TrafficSplit
+		if json.Unmarshal(ev.Data, &split) == nil {
+			e.ensureLRP(ctx, split.ProcessGUID)
+			if e.Table.SetSplit(split) {
+				e.applied()
+			}
 		}
 	case model.EventDesiredLRPRemoved:
 		var d struct {

@@ -38,11 +38,16 @@ type LRP struct {
 	// Ports are the container ports of each definition: during a rollout two definitions
 	// may expose different ports (seed 001's route-emitter concern).
 	Ports map[string][]uint32
+	// Traffic is how its requests split between definitions (by instances unless weighted).
+	Traffic model.TrafficSplit
 }
 
 // LRPFromDeployment reads the cf-router routes and definition ports of a deployment.
 func LRPFromDeployment(d *model.LRPDeployment) LRP {
 	l := LRP{ProcessGUID: d.ProcessGUID, Ports: map[string][]uint32{}}
+	if d.Traffic != nil {
+		l.Traffic = *d.Traffic
+	}
 	if raw, ok := d.Routes["cf-router"]; ok {
 		_ = json.Unmarshal(raw, &l.Routes) // an opaque value that is not cf-router JSON routes nothing
 	}
@@ -57,13 +62,24 @@ type Table struct {
 	mu        sync.RWMutex
 	lrps      map[string]LRP                        // by process guid
 	instances map[string]map[string]model.ActualLRP // process guid → instance key → RUNNING instance
-	hosts     map[string][]Endpoint                 // derived
-	next      atomic.Uint64
+	// splits are the LRPs' traffic splits (by process guid), kept apart from lrps so that a
+	// split applied from its event is not undone by an older read of the LRP.
+	splits map[string]model.TrafficSplit
+	hosts  map[string]*Route // derived
+	next   atomic.Uint64
+}
+
+// Route is what a host routes to: its endpoints, sorted, and the weighted split of each of
+// its LRPs under a weighted step. A Route is never changed once built.
+type Route struct {
+	Endpoints []Endpoint
+	splits    map[string]*lrpSplit
 }
 
 // NewTable returns an empty table.
 func NewTable() *Table {
-	return &Table{lrps: map[string]LRP{}, instances: map[string]map[string]model.ActualLRP{}, hosts: map[string][]Endpoint{}}
+	return &Table{lrps: map[string]LRP{}, instances: map[string]map[string]model.ActualLRP{}, splits: map[string]model.TrafficSplit{},
+		hosts: map[string]*Route{}}
 }
 
 func instanceKey(a *model.ActualLRP) string {
@@ -81,9 +97,12 @@ func (t *Table) Replace(lrps []LRP, actual []model.ActualLRP) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lrps = map[string]LRP{}
+	splits := map[string]model.TrafficSplit{}
 	for _, l := range lrps {
 		t.lrps[l.ProcessGUID] = l
+		splits[l.ProcessGUID] = newer(t.splits[l.ProcessGUID], l.Traffic)
 	}
+	t.splits = splits
 	t.instances = map[string]map[string]model.ActualLRP{}
 	for i := range actual {
 		if routable(&actual[i]) {
@@ -98,7 +117,43 @@ func (t *Table) SetLRP(l LRP) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lrps[l.ProcessGUID] = l
+	t.splits[l.ProcessGUID] = newer(t.splits[l.ProcessGUID], l.Traffic)
 	t.rebuildLocked()
+}
+
+// SetSplit applies an LRP's traffic split unless the table has a later generation, and
+// says whether it did.
+func (t *Table) SetSplit(s model.TrafficSplit) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.lrps[s.ProcessGUID]; !ok || t.splits[s.ProcessGUID].Generation > s.Generation {
+		return false
+	}
+	t.splits[s.ProcessGUID] = s
+	t.rebuildLocked()
+	return true
+}
+
+// Applied lists the generation of the split each LRP is routed by (LRPs whose split never
+// changed are left out): what the router acknowledges.
+func (t *Table) Applied() map[string]int64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := map[string]int64{}
+	for guid, s := range t.splits {
+		if s.Generation > 0 {
+			out[guid] = s.Generation
+		}
+	}
+	return out
+}
+
+// newer is the later of two generations of a split.
+func newer(have, got model.TrafficSplit) model.TrafficSplit {
+	if have.Generation > got.Generation {
+		return have
+	}
+	return got
 }
 
 // RemoveLRP forgets an LRP and its instances.
@@ -107,6 +162,7 @@ func (t *Table) RemoveLRP(guid string) {
 	defer t.mu.Unlock()
 	delete(t.lrps, guid)
 	delete(t.instances, guid)
+	delete(t.splits, guid)
 	t.rebuildLocked()
 }
 
@@ -153,7 +209,7 @@ func (t *Table) putLocked(a model.ActualLRP) {
 // rebuildLocked derives the host map. Tables are small (one entry per routed instance), so
 // a rebuild per change keeps lookups lock-cheap and the code obvious.
 func (t *Table) rebuildLocked() {
-	hosts := map[string][]Endpoint{}
+	eps := map[string][]Endpoint{}
 	for guid, insts := range t.instances {
 		l, ok := t.lrps[guid]
 		if !ok {
@@ -169,13 +225,27 @@ func (t *Table) rebuildLocked() {
 					DefinitionID: a.DefinitionID, Index: a.Index, InstanceGUID: a.InstanceGUID}
 				for _, h := range r.Hostnames {
 					h = strings.ToLower(h)
-					hosts[h] = append(hosts[h], ep)
+					eps[h] = append(eps[h], ep)
 				}
 			}
 		}
 	}
-	for h := range hosts {
-		sort.Slice(hosts[h], func(i, j int) bool { return hosts[h][i].Address < hosts[h][j].Address })
+	hosts := make(map[string]*Route, len(eps))
+	for h, list := range eps {
+		sort.Slice(list, func(i, j int) bool { return list[i].Address < list[j].Address })
+		r := &Route{Endpoints: list}
+		for _, ep := range list {
+			w := weightsOf(t.splits[ep.ProcessGUID])
+			if w == nil || r.splits[ep.ProcessGUID] != nil {
+				continue
+			}
+			if r.splits == nil {
+				r.splits = map[string]*lrpSplit{}
+			}
+			own := slices.DeleteFunc(slices.Clone(list), func(e Endpoint) bool { return e.ProcessGUID != ep.ProcessGUID })
+			r.splits[ep.ProcessGUID] = newSplit(ep.ProcessGUID, own, w)
+		}
+		hosts[h] = r
 	}
 	t.hosts = hosts
 }
@@ -199,16 +269,20 @@ func hostPort(a *model.ActualLRP, container uint32) (uint32, bool) {
 	return 0, false
 }
 
+// Route is what host routes to, or nil.
+func (t *Table) Route(host string) *Route {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.hosts[strings.ToLower(host)]
+}
+
 // Endpoints returns the endpoints of host, rotated for round-robin.
 func (t *Table) Endpoints(host string) []Endpoint {
-	t.mu.RLock()
-	eps := t.hosts[strings.ToLower(host)]
-	t.mu.RUnlock()
-	if len(eps) == 0 {
+	r := t.Route(host)
+	if r == nil {
 		return nil
 	}
-	start := int(t.next.Add(1) % uint64(len(eps)))
-	return append(slices.Clone(eps[start:]), eps[:start]...)
+	return rotated(r.Endpoints, t.next.Add(1))
 }
 
 // Hosts lists the routed host names and their endpoint counts.
@@ -216,8 +290,8 @@ func (t *Table) Hosts() map[string]int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	out := make(map[string]int, len(t.hosts))
-	for h, eps := range t.hosts {
-		out[h] = len(eps)
+	for h, r := range t.hosts {
+		out[h] = len(r.Endpoints)
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,26 +52,63 @@ func TestParseUser(t *testing.T) {
 	}
 }
 
-// FuzzParseUser: any user name is parsed or refused with a Refusal, never a panic, and
-// what parses is exactly diego:<guid>/<index> again.
+func TestParseCFUser(t *testing.T) {
+	const uuid = "6f1c6e7e-3a53-4c7e-9b8e-2d6f3f0c9a11"
+	for _, tc := range []struct {
+		user    string
+		guid    string
+		index   int32
+		wantErr string
+	}{
+		{"cf:" + uuid + "/0", uuid, 0, ""},
+		{"cf:demo-app/12", "demo-app", 12, ""},
+		{"cf:" + uuid, "", 0, "no /<index> after the app guid"},
+		{"cf:" + uuid + "/x", "", 0, "from 0 to 9999"},
+		{"cf:../0", "", 0, "the app guid must be"},
+		{"cf:a?b/0", "", 0, "the app guid must be"},
+		{"cf:a%2f/0", "", 0, "the app guid must be"},
+		{"diego:" + uuid + "/0", "", 0, "is not of the form cf:<app_guid>/<index>"},
+	} {
+		guid, index, err := ParseCFUser(tc.user)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !isFailedLogin(err) {
+				t.Errorf("ParseCFUser(%q) = %v, want a failed login with %q", tc.user, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || guid != tc.guid || index != tc.index {
+			t.Errorf("ParseCFUser(%q) = %q, %d, %v", tc.user, guid, index, err)
+		}
+	}
+}
+
+// FuzzParseUser: any user name is parsed or refused with a Refusal, never a panic, by both
+// authenticators' parsers; what parses is exactly <prefix><guid>/<index> again, and the
+// guid is safe in a URL path segment (Cloud Controller's) as it is.
 func FuzzParseUser(f *testing.F) {
-	for _, s := range []string{"diego:web/0", "diego:a/9999", "diego:/", "cf:x/1", "diego:web/00", "diego:é/1"} {
+	for _, s := range []string{"diego:web/0", "diego:a/9999", "diego:/", "cf:x/1", "diego:web/00", "diego:é/1",
+		"cf:6f1c6e7e-3a53-4c7e-9b8e-2d6f3f0c9a11/0", "cf:a/b/0", "cf:%2e%2e/0"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, user string) {
-		guid, index, err := ParseUser(user)
-		if err != nil {
-			if _, ok := err.(*Refusal); !ok {
-				t.Fatalf("error of type %T", err)
+		for prefix, parse := range map[string]func(string) (string, int32, error){diegoPrefix: ParseUser, cfPrefix: ParseCFUser} {
+			guid, index, err := parse(user)
+			if err != nil {
+				if _, ok := err.(*Refusal); !ok || !isFailedLogin(err) {
+					t.Fatalf("error of type %T (%v)", err, err)
+				}
+				continue
 			}
-			return
-		}
-		if index < 0 || index >= 10000 {
-			t.Fatalf("index %d", index)
-		}
-		rest, ok := strings.CutPrefix(user, "diego:"+guid+"/")
-		if n, err := strconv.Atoi(rest); !ok || err != nil || n != int(index) {
-			t.Fatalf("%q parsed as %q, %d", user, guid, index)
+			if index < 0 || index >= 10000 {
+				t.Fatalf("index %d", index)
+			}
+			rest, ok := strings.CutPrefix(user, prefix+guid+"/")
+			if n, err := strconv.Atoi(rest); !ok || err != nil || n != int(index) {
+				t.Fatalf("%q parsed as %q, %d", user, guid, index)
+			}
+			if url.PathEscape(guid) != guid || guid == "." || guid == ".." {
+				t.Fatalf("%q: guid %q is not a plain path segment", user, guid)
+			}
 		}
 	})
 }

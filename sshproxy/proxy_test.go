@@ -24,8 +24,9 @@ type stack struct {
 }
 
 // startStack runs a daemon (as an instance would) and a proxy whose BBS knows one LRP "web"
-// whose index 0 is that daemon; routeFor makes the LRP's diego-ssh route.
-func startStack(t *testing.T, routeFor func(host ssh.PublicKey, pemKey string) Route) *stack {
+// whose index 0 is that daemon; routeFor makes the LRP's diego-ssh route, and each option
+// changes the proxy's configuration (the diego authenticator with the password, by default).
+func startStack(t *testing.T, routeFor func(host ssh.PublicKey, pemKey string) Route, options ...func(*Config)) *stack {
 	t.Helper()
 	host, _ := newKey(t)
 	auth, pemKey := newKey(t)
@@ -49,7 +50,11 @@ func startStack(t *testing.T, routeFor func(host ssh.PublicKey, pemKey string) R
 			model.PortMapping{ContainerPort: 8080, HostPort: 1}, model.PortMapping{ContainerPort: 2222, HostPort: dport})},
 	}
 	proxyKey, _ := newKey(t)
-	p, err := New(Config{HostKey: proxyKey, Password: []byte(password), BBS: bbs, Log: zaptest.NewLogger(t)})
+	cfg := Config{HostKey: proxyKey, Password: []byte(password), BBS: bbs, Log: zaptest.NewLogger(t)}
+	for _, o := range options {
+		o(&cfg)
+	}
+	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@
 package worker
 
 import (
+	"github.com/updatable-lrps/bbs/analysis"
 	"time"
 
 	"github.com/updatable-lrps/bbs/activities"
@@ -25,6 +26,8 @@ type Deps struct {
 	ConvergeStore activities.ConvergeStore
 	ResumeStore   activities.ResumeStore
 	RolloutStore  activities.RolloutStore
+	// Analysis are the providers canary analysis asks beside the routers' telemetry.
+	Analysis []analysis.Provider
 	// TaskStore is what the completion callbacks of tasks need; nil registers no callback
 	// activities (a worker for LRPs only, as in some tests).
 	TaskStore activities.TaskCallbackStore
@@ -86,7 +89,7 @@ func Register(r sdkworker.Registry, d Deps) {
 		Tasks: d.TaskConverge, TaskOptions: d.TaskOptions, Callbacks: d.Callbacks, Metrics: d.ConvergeMetrics, Fleet: d.Fleet})
 	r.RegisterActivity(&activities.Resumer{Store: d.ResumeStore, Starter: d.Rollouts, Log: log.Named("resumer")})
 	r.RegisterActivity(&activities.Rollouts{Store: d.RolloutStore, Stopper: d.Stopper, Waiter: d.Waiter, Log: log.Named("rollouts"),
-		Metrics: d.RolloutMetrics})
+		Metrics: d.RolloutMetrics, Analysis: d.Analysis})
 	if d.TaskStore != nil {
 		r.RegisterActivity(&activities.TaskCallbacks{Store: d.TaskStore, Log: log.Named("task-callbacks")})
 	}

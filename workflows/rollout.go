@@ -90,6 +90,16 @@ type RolloutInput struct {
 	// deadline until the target has run, and an index given up is walked past.
 	Failure *FailurePolicy `json:"failure,omitempty"`
 
+	// WeightHeadroom is the capacity guard's headroom for weighted steps (0: the default,
+	// model.DefaultWeightHeadroom); TrafficBound how long a weight may wait for the routers'
+	// acknowledgements before a step counts it as a platform failure and waits again (0:
+	// DefaultTrafficBound).
+	WeightHeadroom float64       `json:"weight_headroom,omitempty"`
+	TrafficBound   time.Duration `json:"traffic_bound,omitempty"`
+	// Analysis is the resolved strategy's analysis, for steps with analysis and a background
+	// analysis (nil: neither).
+	Analysis *model.AnalysisPolicy `json:"analysis,omitempty"`
+
 	// RolloutCarried is zero on a fresh start; a run that continues as new fills it in.
 	RolloutCarried
 }
@@ -98,6 +108,11 @@ type RolloutInput struct {
 // Pause, or until a promote when Manual.
 type CanaryStep struct {
 	Instances int32         `json:"instances"`
+	// Weight, when set, is the new definition's share of the LRP's requests in percent while
+	// the walk holds at the step (rollout_traffic.go); nil routes by instances.
+	Weight *int32 `json:"weight,omitempty"`
+	// Analysis judges the canary against the baseline during the step (rollout_analysis.go).
+	Analysis bool `json:"analysis,omitempty"`
 	Pause     time.Duration `json:"pause,omitempty"`
 	Manual    bool          `json:"manual,omitempty"`
 }
@@ -162,6 +177,31 @@ type RolloutWalk struct {
 	// ProgressDeadlineAt is when the rollout's progress deadline passes (Unix nanoseconds of
 	// workflow time), fixed by its first run; 0 without one.
 	ProgressDeadlineAt int64 `json:"progress_deadline_at,omitempty"`
+	// Traffic is the split the rollout set on its LRP (nil: by instances).
+	Traffic *WalkTraffic `json:"traffic,omitempty"`
+	// Analysis is where a step's analysis stands; Background the background analysis's.
+	Analysis   *WalkAnalysis `json:"analysis,omitempty"`
+	Background *WalkAnalysis `json:"background,omitempty"`
+}
+
+// WalkAnalysis is an analysis under way: at which step (-1: the background one), how many
+// windows it judged, when the current window ends and when the step's analysis does (Unix
+// nanoseconds of workflow time), and whether the step's is done.
+type WalkAnalysis struct {
+	Step   int   `json:"step"`
+	Window int   `json:"window"`
+	Next   int64 `json:"next"`
+	Until  int64 `json:"until,omitempty"`
+	Done   bool  `json:"done,omitempty"`
+}
+
+// WalkTraffic is the weight a rollout gave its new definition: at which canary step, under
+// which generation, and whether every live router acknowledged it.
+type WalkTraffic struct {
+	Step       int   `json:"step"`
+	Weight     int32 `json:"weight"`
+	Generation int64 `json:"generation"`
+	Acked      bool  `json:"acked,omitempty"`
 }
 
 // RollbackSignal is the payload of SignalRollback.
@@ -194,6 +234,8 @@ type SupersedeSignal struct {
 	MinReady         time.Duration  `json:"min_ready,omitempty"`
 	ProgressDeadline time.Duration  `json:"progress_deadline,omitempty"`
 	Canary           []CanaryStep   `json:"canary,omitempty"`
+	// Analysis is the new rollout's analysis (nil: none).
+	Analysis *model.AnalysisPolicy `json:"analysis,omitempty"`
 }
 
 // AbortSignal is the payload of SignalAbort.
@@ -338,6 +380,12 @@ type rollout struct {
 
 	// stepTimer fires at the end of a timed canary step's pause (nil when none is set).
 	stepTimer workflow.Future
+	// trafficWait ends when the routers acknowledged a step's weight (nil when no wait runs).
+	trafficWait workflow.Future
+	// analysisTimer and backgroundTimer end the current analysis windows; analysisDue and
+	// backgroundDue say a window ended, to be judged by the main loop.
+	analysisTimer, backgroundTimer workflow.Future
+	analysisDue, backgroundDue     bool
 	// progressTimer fires at the progress deadline (nil until the walk sets it, and after it
 	// fired or the rollout no longer walks forward).
 	progressTimer workflow.Future

@@ -22,7 +22,7 @@ func (r *rollout) canaryActive() bool {
 // atStep says whether the forward walk has reached its current step's count: no index
 // beyond it starts until the step is left.
 func (r *rollout) atStep() bool {
-	return r.canaryActive() && r.walked.NextIndex >= r.in.Canary[r.walked.Step].Instances
+	return r.canaryActive() && r.walked.NextIndex >= r.stepTarget()
 }
 
 // stepLimit bounds the indices an index run from index from may decide: up to the current
@@ -31,7 +31,7 @@ func (r *rollout) stepLimit(from int32) int {
 	if !r.canaryActive() {
 		return int(^uint(0) >> 1)
 	}
-	return max(int(r.in.Canary[r.walked.Step].Instances-from), 1)
+	return max(int(r.stepTarget()-from), 1)
 }
 
 // holdAtStep begins the hold of a step the walk has reached with nothing in flight. on says
@@ -42,10 +42,16 @@ func (r *rollout) holdAtStep() (on, began bool) {
 		return false, false
 	}
 	st := r.in.Canary[r.walked.Step]
+	if st.Weight != nil && !r.weightAcked() {
+		return false, r.setStepWeight(*st.Weight)
+	}
+	if st.Analysis && !r.stepAnalyzed() {
+		return false, r.beginStepAnalysis(st)
+	}
 	switch {
 	case st.Manual:
 		r.walked.StepHold = "manual"
-	case st.Pause > 0:
+	case st.Pause > 0 && !st.Analysis: // a step's analysis took its pause
 		r.walked.StepHold = "pause"
 		r.walked.StepUntil = workflow.Now(r.ctx).Add(st.Pause).UnixNano()
 	default:
@@ -62,7 +68,8 @@ func (r *rollout) leaveStep(full bool) {
 	if full {
 		r.walked.Step = len(r.in.Canary)
 	}
-	r.walked.StepHold, r.walked.StepUntil, r.stepTimer = "", 0, nil
+	r.walked.StepHold, r.walked.StepUntil, r.stepTimer, r.trafficWait = "", 0, nil, nil
+	r.analysisTimer, r.analysisDue = nil, false
 }
 
 // addStepTimer makes sel end a timed step's pause when it is over.
@@ -102,6 +109,8 @@ func (r *rollout) canaryPhase() string {
 		return ""
 	case r.walked.StepHold == "manual":
 		return model.PhaseAwaitingPromotion
+	case r.walked.StepHold == "analysis":
+		return model.PhaseAnalyzing
 	case r.canaryActive():
 		return model.PhaseCanary
 	}

@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,4 +88,85 @@ func TestRolloutCanaryAbortReverts(t *testing.T) {
 		t.Fatalf("output %+v", out)
 	}
 	assertWalk(t, w, forward("def2", 0, 1), forward("def1", 1, 0))
+}
+
+func weight(w int32) *int32 { return &w }
+
+// callsMatching are the recorded calls that start with one of the prefixes, in order.
+func callsMatching(w *world, prefixes ...string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, c := range w.calls {
+		for _, p := range prefixes {
+			if strings.HasPrefix(c, p) {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Weighted steps: the walk reaches the step's count — raised to what its weight needs (3 of
+// 10 for 50 %) —, sets the weight and holds only once the routers acknowledged it; after
+// the last step the LRP routes by instances again before the rest of the walk.
+func TestRolloutCanaryWeightedSteps(t *testing.T) {
+	w := newWorld(t, 10)
+	w.onAwait(anyAwait, 10*time.Minute)
+	out := w.run(withSteps(workflows.CanaryStep{Instances: 1, Weight: weight(10), Pause: time.Hour},
+		workflows.CanaryStep{Instances: 1, Weight: weight(50), Pause: time.Hour}))
+	if out.State != model.RolloutCompleted {
+		t.Fatalf("output %+v", out)
+	}
+	got := callsMatching(w, "traffic", "acked", "desire def2 1", "desire def2 3")
+	want := []string{"traffic def2 10", "acked 1", "desire def2 1", "traffic def2 50", "acked 2", "traffic clear", "desire def2 3"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("calls %q\nwant  %q", got, want)
+	}
+	// The second step holds at 3 indices: desired at 70 and 80 min, RUNNING 10 min later.
+	if at := w.at["desire def2 3"]; at != 70*time.Minute+20*time.Minute+time.Hour {
+		t.Errorf("the walk went on past the 50 %% step at %v", at)
+	}
+}
+
+// An abort at a weighted step takes the new definition's weight to 0 — acknowledged —
+// before the walk back touches an instance.
+func TestRolloutCanaryAbortZeroesTheWeightFirst(t *testing.T) {
+	w := newWorld(t, 10)
+	w.onAwait(anyAwait, 10*time.Minute)
+	w.signal(time.Hour, workflows.SignalAbort, workflows.AbortSignal{Reason: "errors"})
+	out := w.run(withSteps(workflows.CanaryStep{Instances: 2, Weight: weight(20), Manual: true}))
+	if out.State != model.RolloutReverted {
+		t.Fatalf("output %+v", out)
+	}
+	got := callsMatching(w, "traffic", "acked", "desire def1", "others", "retire")
+	back := slices.Index(got, "traffic def2 0")
+	first := slices.IndexFunc(got, func(c string) bool { return strings.HasPrefix(c, "desire def1") || strings.HasPrefix(c, "retire") })
+	if back < 0 || first < 0 || back > first || got[back+1] != "acked 2" {
+		t.Fatalf("calls %q: the weight did not go to 0 before the walk back", got)
+	}
+}
+
+// A weight the capacity guard refuses pauses the rollout with a platform failure.
+func TestRolloutCanaryRefusedWeightPauses(t *testing.T) {
+	w := newWorld(t, 10)
+	w.onAwait(anyAwait, 10*time.Minute)
+	w.refuseWeight = true
+	w.signal(2*time.Hour, workflows.SignalCancel, nil)
+	out := w.run(withSteps(workflows.CanaryStep{Instances: 1, Weight: weight(10), Pause: time.Hour}))
+	if out.State != model.RolloutCanceled {
+		t.Fatalf("output %+v", out)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	paused := false
+	for _, p := range w.progress {
+		if p.Progress.State == model.RolloutPaused && p.Progress.Failure != nil && p.Progress.Failure.Reason == model.FailureCapacity {
+			paused = true
+		}
+	}
+	if !paused {
+		t.Fatal("the refused weight did not pause the rollout with a capacity failure")
+	}
 }

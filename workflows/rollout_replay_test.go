@@ -61,6 +61,8 @@ type memStore struct {
 	crash map[string]bool
 	// runs are the index runs by rollout id (db/rollout_run.go's fenced steps, in memory).
 	runs map[string]*memRun
+	// splits are the traffic splits set, in order; every router acknowledges at once.
+	splits []model.TrafficSplit
 }
 
 type memRun struct {
@@ -372,6 +374,43 @@ func (m *memStore) PruneDefinition(_ context.Context, _, def string) (bool, erro
 	}
 	return true, nil
 }
+
+func (m *memStore) SetTraffic(_ context.Context, _ string, weights map[string]int32) (model.TrafficSplit, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	split := model.TrafficSplit{ProcessGUID: "app", Generation: int64(len(m.splits) + 1), Weights: weights}
+	m.splits = append(m.splits, split)
+	return split, nil
+}
+
+func (m *memStore) TrafficWaiting(context.Context, string, int64, time.Duration) ([]string, error) {
+	return nil, nil
+}
+
+func (m *memStore) RecordTrafficAcked(context.Context, string, model.TrafficSplit) error { return nil }
+
+// RoutableCounts counts the RUNNING instances by definition.
+func (m *memStore) RoutableCounts(context.Context, string) (map[string]int32, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]int32{}
+	for _, a := range m.lrps {
+		if a.State == model.StateRunning && !a.Retiring {
+			out[a.DefinitionID]++
+		}
+	}
+	return out, nil
+}
+
+// TakeAnalysisMark and AnalysisWindow measure a healthy canary: every window passes.
+func (m *memStore) TakeAnalysisMark(context.Context, string, string, string) (int64, error) { return 1, nil }
+
+func (m *memStore) AnalysisWindow(context.Context, string, string, string, string, string) (db.AnalysisWindow, error) {
+	side := model.AnalysisSide{Requests: 1000, P50MS: 2, P99MS: 5, Instances: 1}
+	return db.AnalysisWindow{Canary: side, Baseline: side}, nil
+}
+
+func (m *memStore) RecordVerdict(context.Context, string, model.AnalysisVerdict) error { return nil }
 
 func (m *memStore) defs() []string {
 	m.mu.Lock()

@@ -206,8 +206,13 @@ func (r *rollout) onSupersede(sig SupersedeSignal) bool {
 	}
 	if sig.Failure != nil {
 		r.in.Failure, r.in.MinReady, r.in.ProgressDeadline, r.in.Canary = sig.Failure, sig.MinReady, sig.ProgressDeadline, sig.Canary
+		r.in.Analysis = sig.Analysis
 	}
 	r.walked.Step, r.walked.StepHold, r.walked.StepUntil, r.stepTimer = 0, "", 0, nil
+	// The supersede's start gave the LRP back to routing by instances.
+	r.walked.Traffic, r.trafficWait = nil, nil
+	r.walked.Analysis, r.walked.Background, r.analysisTimer, r.backgroundTimer = nil, nil, nil, nil
+	r.analysisDue, r.backgroundDue = false, false
 	// Failures and the progress deadline belong to the rollout the supersede ended.
 	r.walked.Failed, r.walked.Failure, r.walked.RevertFailure, r.walked.Reverting = nil, nil, nil, false
 	r.walked.ProgressDeadlineAt, r.progressTimer = 0, nil

@@ -126,7 +126,7 @@ func StartRollout(ctx context.Context, c client.Client, taskQueue string, in Rol
 func SupersedeRollout(ctx context.Context, c client.Client, taskQueue string, in RolloutInput) error {
 	sig := SupersedeSignal{RolloutID: in.RolloutID, ToDefinitionID: in.ToDefinitionID, Kind: in.Kind,
 		FromDefinitionID: in.FromDefinitionID, MaxInFlight: in.MaxInFlight, IndexDeadline: in.IndexDeadline, Failure: in.Failure,
-		MinReady: in.MinReady, ProgressDeadline: in.ProgressDeadline, Canary: in.Canary}
+		MinReady: in.MinReady, ProgressDeadline: in.ProgressDeadline, Canary: in.Canary, Analysis: in.Analysis}
 	err := startRollout(taskQueue, in, func(opts client.StartWorkflowOptions) error {
 		_, err := c.SignalWithStartWorkflow(ctx, model.RolloutWorkflowID(in.ProcessGUID), SignalSupersede, sig, opts, RolloutWorkflowType, in)
 		return err
@@ -182,21 +182,42 @@ func (rc *RolloutClient) Input(r *model.Rollout, domain string) RolloutInput {
 		MaxInFlight: r.Strategy.MaxInFlightOr(rc.MaxInFlight), IndexDeadline: deadline, Runs: true, WalkByRuns: true,
 		Failure: failurePolicy(r.Strategy), MinReady: millis(r.Strategy, func(s *model.RolloutStrategy) *int64 { return s.MinReadyMS }),
 		ProgressDeadline: millis(r.Strategy, func(s *model.RolloutStrategy) *int64 { return s.ProgressDeadlineMS }),
-		Canary:           canarySteps(r.Strategy)}
+		Canary:           canarySteps(r.Strategy), Analysis: analysisPolicy(r.Strategy)}
 }
 
-// canarySteps are a resolved strategy's canary steps (by instances: weights are refused
-// before a rollout starts). A step without a promote mode is "auto".
+// analysisPolicy is a resolved strategy's analysis when a step or the background uses it.
+func analysisPolicy(s *model.RolloutStrategy) *model.AnalysisPolicy {
+	if s == nil {
+		return nil
+	}
+	used := s.Analysis != nil && s.Analysis.Background != nil && *s.Analysis.Background
+	if s.Canary != nil {
+		for _, st := range s.Canary.Steps {
+			used = used || st.Analysis
+		}
+	}
+	if !used {
+		return nil
+	}
+	p := s.Analysis.Policy()
+	return &p
+}
+
+// canarySteps are a resolved strategy's canary steps. A step without a promote mode is
+// "auto"; a step's instances are cumulative, so one without carries the count before it.
 func canarySteps(s *model.RolloutStrategy) []CanaryStep {
 	if s == nil || s.Canary == nil {
 		return nil
 	}
 	var out []CanaryStep
+	prev := int32(0)
 	for _, st := range s.Canary.Steps {
-		c := CanaryStep{Manual: st.Promote != nil && *st.Promote == model.PromoteManual}
+		c := CanaryStep{Manual: st.Promote != nil && *st.Promote == model.PromoteManual, Instances: prev}
 		if st.Instances != nil {
 			c.Instances = *st.Instances
 		}
+		prev = c.Instances
+		c.Weight, c.Analysis = st.Weight, st.Analysis
 		if st.PauseMS != nil {
 			c.Pause = time.Duration(*st.PauseMS) * time.Millisecond
 		}
@@ -249,10 +270,15 @@ func (rc *RolloutClient) Defaults() *model.RolloutStrategy {
 	return &s
 }
 
-// StartRollout starts the rollout's workflow, or keeps the run under way.
+// StartRollout starts the rollout's workflow, or hands the rollout to the run under way. It
+// is a signal-with-start of the supersede signal, not a plain start: with no rollout in
+// progress the LRP's workflow may still be finishing the one before (its row ended, its run
+// not yet), and a plain start would find that run — which then ends — and leave the new
+// rollout without one (found by BenchmarkAbortWeightZero). The run under way takes the
+// signal as a new rollout; a run the signal starts, or that already walks this rollout,
+// ignores it as its own.
 func (rc *RolloutClient) StartRollout(ctx context.Context, r *model.Rollout, domain string) error {
-	_, err := StartRollout(ctx, rc.Client, rc.TaskQueue, rc.Input(r, domain))
-	return err
+	return SupersedeRollout(ctx, rc.Client, rc.TaskQueue, rc.Input(r, domain))
 }
 
 // SupersedeRollout hands the new rollout r to the LRP's running workflow (or starts one).

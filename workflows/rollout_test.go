@@ -53,6 +53,11 @@ type world struct {
 	await func(in activities.AwaitRunningInput) (activities.AwaitRunningOutput, error)
 	// legacy runs the workflow as the type recorded before workflows.RolloutWorkflowType.
 	legacy bool
+	// generation counts SetTraffic calls; refuseWeight makes the capacity guard refuse.
+	generation   int64
+	refuseWeight bool
+	// verdicts are JudgeAnalysis's answers by window (default: pass).
+	verdicts map[string]string
 }
 
 // execute runs the rollout workflow with in, as workflows.RolloutWorkflowType unless legacy.
@@ -166,6 +171,45 @@ func newWorld(t *testing.T, instances int32) *world {
 				return activities.StartRollbackOutput{}, temporal.NewNonRetryableApplicationError("no such definition", string(model.ErrResourceNotFound), nil)
 			}
 			return activities.StartRollbackOutput{RolloutID: "rb", FromDefinitionID: "def1", ToDefinitionID: in.DefinitionID, Kind: model.RolloutKindRollback}, nil
+		})
+	env.OnActivity(rollouts.SetTraffic, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.SetTrafficInput) (activities.SetTrafficOutput, error) {
+			w.mu.Lock()
+			w.generation++
+			gen := w.generation
+			refuse := w.refuseWeight
+			w.mu.Unlock()
+			switch {
+			case in.Clear:
+				w.record("traffic clear")
+			case in.Guard && refuse:
+				w.record(fmt.Sprintf("traffic refused %d", in.Weight))
+				return activities.SetTrafficOutput{Refused: "not enough instances"}, nil
+			default:
+				w.record(fmt.Sprintf("traffic %s %d", in.ToDefinitionID, in.Weight))
+			}
+			return activities.SetTrafficOutput{Split: model.TrafficSplit{Generation: gen}}, nil
+		})
+	env.OnActivity(rollouts.AwaitTraffic, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.AwaitTrafficInput) (activities.AwaitTrafficOutput, error) {
+			w.record(fmt.Sprintf("acked %d", in.Generation))
+			return activities.AwaitTrafficOutput{Acked: true}, nil
+		})
+	env.OnActivity(rollouts.MarkAnalysis, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.MarkAnalysisInput) (activities.MarkAnalysisOutput, error) {
+			w.record("mark " + in.Name)
+			return activities.MarkAnalysisOutput{}, nil
+		})
+	env.OnActivity(rollouts.JudgeAnalysis, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.JudgeAnalysisInput) (model.AnalysisVerdict, error) {
+			w.mu.Lock()
+			verdict := w.verdicts[in.Window]
+			w.mu.Unlock()
+			if verdict == "" {
+				verdict = model.VerdictPass
+			}
+			w.record("judge " + in.Window + " " + verdict)
+			return model.AnalysisVerdict{Window: in.Window, Verdict: verdict, Reason: "as the test says"}, nil
 		})
 	env.OnActivity(rollouts.PruneDefinition, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.PruneDefinitionInput) (activities.PruneDefinitionOutput, error) {

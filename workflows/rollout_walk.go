@@ -125,6 +125,8 @@ func (r *rollout) walk() stopCause {
 	r.stop = stopNone
 	for {
 		walkedAll := false
+		r.beginBackground()
+		r.steerTraffic()
 		// An index run walks the indices after its own: nothing else starts beside it.
 		for !r.phase.held() && r.stop == stopNone && !r.wantContinueAsNew() && len(r.inFlight) < r.limit() && !r.runInFlight() && !r.atStep() {
 			i, ok, err := r.nextIndex()
@@ -175,11 +177,17 @@ func (r *rollout) walk() stopCause {
 		r.addSignals(sel, &changed)
 		r.addProgressDeadline(sel, &changed)
 		r.addStepTimer(sel, &changed)
+		r.addTrafficWait(sel, &changed)
+		r.addAnalysisTimers(sel, &changed)
 		sel.Select(r.ctx)
 		// Steps that ended together, and signals that came with them, are taken in one go.
 		for sel.HasPending() {
 			sel.Select(r.ctx)
 		}
+		// A window's verdict may fail the rollout; a walk back then takes the new definition's
+		// weight to 0 before any instance is touched.
+		r.steerAnalysis()
+		r.steerTraffic()
 		r.steerRuns()
 		// Once the walk is ending, the main loop records progress for the next one.
 		if changed && r.stop == stopNone && !r.ranToEnd {

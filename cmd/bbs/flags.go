@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/updatable-lrps/bbs/internal/boot"
@@ -43,19 +44,27 @@ func (t temporalFlags) config() (system.TemporalConfig, error) {
 
 // rolloutFlags tune the rollouts this process starts (the API) or resumes (the worker).
 type rolloutFlags struct {
-	maxInFlight   int
-	indexDeadline time.Duration
+	maxInFlight     int
+	indexDeadline   time.Duration
+	analysisWebhook string
 }
 
 // register registers the --rollout-* flags on fs.
 func (r *rolloutFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&r.maxInFlight, "rollout-max-in-flight", boot.EnvInt("BBS_ROLLOUT_MAX_IN_FLIGHT", 1), "the default max_in_flight of rollout strategies: indices a rollout replaces at once (1 as in Cloud Foundry) [BBS_ROLLOUT_MAX_IN_FLIGHT]")
+	fs.StringVar(&r.analysisWebhook, "rollout-analysis-webhook", boot.EnvOr("BBS_ROLLOUT_ANALYSIS_WEBHOOK", ""), "an HTTP endpoint canary analysis also asks for a verdict on each window (POST of the window as JSON, answer {\"verdict\", \"reason\"}; the worst verdict wins); empty: the routers' telemetry alone [BBS_ROLLOUT_ANALYSIS_WEBHOOK]")
 	fs.DurationVar(&r.indexDeadline, "rollout-index-deadline", boot.EnvDuration("BBS_ROLLOUT_INDEX_DEADLINE", workflows.DefaultIndexDeadline), "the default index_deadline_ms of rollout strategies: how long a new instance may take to be RUNNING and ready before its index has failed [BBS_ROLLOUT_INDEX_DEADLINE]")
 }
 
 // options are the rollout options the flags make.
 func (r rolloutFlags) options() (system.RolloutOptions, error) {
-	return system.RolloutOptions{MaxInFlight: r.maxInFlight, IndexDeadline: r.indexDeadline}, nil
+	if r.analysisWebhook != "" {
+		u, err := url.Parse(r.analysisWebhook)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return system.RolloutOptions{}, fmt.Errorf("--rollout-analysis-webhook %q is not an http(s) URL", r.analysisWebhook)
+		}
+	}
+	return system.RolloutOptions{MaxInFlight: r.maxInFlight, IndexDeadline: r.indexDeadline, AnalysisWebhook: r.analysisWebhook}, nil
 }
 
 // protocolListenFlag registers --bbs-listen, where the BBS's own protocol is served.

@@ -28,7 +28,10 @@ commands:
   migrate   apply database migrations and exit
   router    route HTTP by Host header to the RUNNING instances of the LRPs (port 8080)
   cell      run a cell agent that runs instances (SIGTERM drains it, Ctrl-C stops it)
-  ssh-proxy let ssh users into instances: user diego:<process_guid>/<index> (port 2222)
+  ssh-proxy let ssh users into instances: user diego:<process_guid>/<index> with the
+            proxy's password, or cf:<app_guid>/<index> with a one-time code (port 2222)
+  ssh-code  print a one-time code for cf:<app_guid>/<index> from the dev stack's stand-in
+            UAA (what 'cf ssh-code' prints against a real one)
   sshd      the ssh daemon an LRP runs beside its app (a codependent action)
   tps-watcher  report instance crashes to Cloud Controller, from the BBS event stream
   lb        the load-balancing front of several API replicas (round robin, failover)
@@ -44,8 +47,9 @@ commands:
             and 3 cells
 
 Run 'bbs <command> -h' for the flags of a command. Secrets come from the environment:
-DATABASE_URL (or DATABASE_URL_FILE naming a file that holds it); the ssh proxy's password
-and host key, BBS_SSH_PROXY_PASSWORD and BBS_SSH_PROXY_HOST_KEY; the daemon's keys,
+DATABASE_URL (or DATABASE_URL_FILE naming a file that holds it); the ssh proxy's password,
+host key and UAA client secret, BBS_SSH_PROXY_PASSWORD, BBS_SSH_PROXY_HOST_KEY and
+BBS_SSH_PROXY_UAA_CLIENT_SECRET; the daemon's keys,
 SSHD_HOST_KEY and SSHD_AUTHORIZED_KEY (each also as NAME_FILE). TLS keys are files named by
 BBS_TLS_KEY_FILE, BBS_CLIENT_KEY_FILE and TEMPORAL_TLS_KEY.
 `
@@ -91,6 +95,7 @@ func commands() map[string]func(ctx context.Context, args []string) error {
 		"cell":        runCellCommand,
 		"router":      runRouterCommand,
 		"ssh-proxy":   runSSHProxyCommand,
+		"ssh-code":    runSSHCodeCommand,
 		"sshd":        runSSHDCommand,
 		"tps-watcher": runTPSWatcherCommand,
 		"rollout":     runRolloutCommand,
@@ -107,6 +112,6 @@ var envWithoutFlag = map[string][]string{
 	"worker":    {"DATABASE_URL", "DATABASE_URL_FILE", "BBS_DB_JIT", "BBS_DB_STATEMENT_CACHE"},
 	"migrate":   {"DATABASE_URL", "DATABASE_URL_FILE", "BBS_DB_JIT", "BBS_DB_STATEMENT_CACHE"},
 	"dev":       {"DATABASE_URL", "DATABASE_URL_FILE", "BBS_DB_JIT", "BBS_DB_STATEMENT_CACHE"},
-	"ssh-proxy": {"BBS_SSH_PROXY_PASSWORD", "BBS_SSH_PROXY_PASSWORD_FILE", "BBS_SSH_PROXY_HOST_KEY", "BBS_SSH_PROXY_HOST_KEY_FILE"},
+	"ssh-proxy": {"BBS_SSH_PROXY_PASSWORD", "BBS_SSH_PROXY_PASSWORD_FILE", "BBS_SSH_PROXY_HOST_KEY", "BBS_SSH_PROXY_HOST_KEY_FILE", "BBS_SSH_PROXY_UAA_CLIENT_SECRET", "BBS_SSH_PROXY_UAA_CLIENT_SECRET_FILE"},
 	"sshd":      {"SSHD_HOST_KEY", "SSHD_HOST_KEY_FILE", "SSHD_AUTHORIZED_KEY", "SSHD_AUTHORIZED_KEY_FILE", "CF_INSTANCE_IP", "CF_INSTANCE_PORTS"},
 }

@@ -1,16 +1,20 @@
 // Command demoapp is a small HTTP app to run as an LRP in demos and end-to-end tests. It
 // listens on $PORT and answers GET / with who it is (index, instance guid, process id, and
 // $DEMO_VERSION, which a new definition changes), and GET /health with 200. With $DEMO_FAIL
-// set it exits at once, saying why: a release that crash-loops.
+// set it exits at once, saying why: a release that crash-loops. $DEMO_ERROR_RATE (0–1)
+// answers that share of GET / with 500 and $DEMO_DELAY_MS delays each: a release that is
+// up but worse, for canary analysis to catch.
 package main
 
 import (
 	"context"
 	"encoding/json"
 	"log"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -31,9 +35,16 @@ func main() {
 		// (the demo's crash-looping update).
 		log.Fatalf("demoapp %s: cannot start: %s", who["version"], reason)
 	}
+	errorRate, _ := strconv.ParseFloat(os.Getenv("DEMO_ERROR_RATE"), 64)
+	delayMS, _ := strconv.Atoi(os.Getenv("DEMO_DELAY_MS"))
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(time.Duration(delayMS) * time.Millisecond)
+		if rand.Float64() < errorRate {
+			http.Error(w, "demoapp: a bad release's error", http.StatusInternalServerError)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(who)
 	})

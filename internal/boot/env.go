@@ -16,6 +16,8 @@ const (
 	EnvSSHDAuthorizedKey = "SSHD_AUTHORIZED_KEY"
 	EnvProxyHostKey      = "BBS_SSH_PROXY_HOST_KEY"
 	EnvProxyPassword     = "BBS_SSH_PROXY_PASSWORD"
+	// EnvProxyUAAClientSecret is the secret of the proxy's UAA client (the cf authenticator).
+	EnvProxyUAAClientSecret = "BBS_SSH_PROXY_UAA_CLIENT_SECRET"
 )
 
 // EnvOr returns the environment variable name, or def when it is unset or empty: a flag's

@@ -16,7 +16,7 @@ func TestBannerRender(t *testing.T) {
 		protocolTLS:    protocolTLSLine("https://127.0.0.1:8891", certs),
 		temporalUIPort: 8233, temporal: "127.0.0.1:7233", temporalDB: ".data/temporal.db", temporalLog: ".data/temporal.log",
 		worker: `task queue "bbs"`, router: "127.0.0.1:8080", routerAdmin: "127.0.0.1:8081",
-		ssh:      sshLine("127.0.0.1:2222", ".data/ssh"),
+		ssh:      sshLine("127.0.0.1:2222", ".data/ssh", ".data"),
 		tps:      "reports crashes to a stand-in Cloud Controller that logs them to .data/cc.log (--tps-cc-url for a real one)",
 		postgres: "postgres://postgres@127.0.0.1:54329/bbs?sslmode=disable", postgresNote: "(data in .data/postgres, log .data/postgres.log)",
 		supervision: "PostgreSQL and the Temporal dev server are restarted if they die (the log says so)",
@@ -33,6 +33,7 @@ BBS dev stack is up:
   Worker        task queue "bbs"
   Router        http://127.0.0.1:8080 (apps by Host header; stats: http://127.0.0.1:8081/stats)
   SSH proxy     ssh -p 2222 diego:<process_guid>/<index>@127.0.0.1  (password in .data/ssh/proxy_password; an LRP with ssh: .data/ssh/demo-lrp.json)
+                ssh -p 2222 cf:<app_guid>/<index>@127.0.0.1  (as cf ssh: the password is a one-time code from 'bin/bbs ssh-code'; the demo LRP's app guid is 6f1c6e7e-3a53-4c7e-9b8e-2d6f3f0c9a11)
   TPS watcher   reports crashes to a stand-in Cloud Controller that logs them to .data/cc.log (--tps-cc-url for a real one)
   PostgreSQL    postgres://postgres@127.0.0.1:54329/bbs?sslmode=disable (data in .data/postgres, log .data/postgres.log)
   Cell          cell-1 in zone z1 (process executor, log .data/cell-1.log)

@@ -110,6 +110,10 @@ func newPassword() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
+// DemoAppGUID is the demo LRP's log_guid: the app guid Cloud Controller would have given it,
+// which `cf ssh` users name (cf:<app_guid>/<index>).
+const DemoAppGUID = "6f1c6e7e-3a53-4c7e-9b8e-2d6f3f0c9a11"
+
 // writeDemoLRP writes a desire request for cmd/demoapp with ssh enabled, composed as Cloud
 // Controller composes an app with ssh: the app and `bbs sshd` as codependent actions, the
 // ssh port among the definition's ports, and a diego-ssh route naming the daemons' host
@@ -122,7 +126,7 @@ func (d *devSSH) writeDemoLRP(bbsBin, demoBin string) error {
 	}
 	type obj = map[string]any
 	lrp := obj{"desired_lrp": obj{
-		"process_guid": "demo", "domain": "cf-apps", "instances": 3, "rootfs": "preloaded:cflinuxfs4",
+		"process_guid": "demo", "log_guid": DemoAppGUID, "domain": "cf-apps", "instances": 3, "rootfs": "preloaded:cflinuxfs4",
 		"memory_mb": 64, "disk_mb": 64, "ports": []int{8080, 2222},
 		"env": []obj{{"name": "DEMO_VERSION", "value": "v1"}},
 		"routes": obj{
@@ -165,24 +169,38 @@ func (s *stack) startSSHProxy(ctx context.Context) error {
 	if err := keys.writeDemoLRP(self, filepath.Join(cwd, "bin", "demoapp")); err != nil {
 		return err
 	}
+	bbs := bbsclient.New(s.api.URL(), nil)
+	cf, err := startDevCF(keys.dir, processByLogGUID(bbs), s.log)
+	if err != nil {
+		return err
+	}
 	p, err := system.StartSSHProxy(ctx, system.SSHProxyConfig{Listen: s.cfg.SSHProxyAddr, Proxy: sshproxy.Config{
-		HostKey: keys.proxyHostKey, Password: []byte(keys.password), BBS: bbsclient.New(s.api.URL(), nil),
+		HostKey: keys.proxyHostKey, Password: []byte(keys.password), CF: cf.proxyAuth(), BBS: bbs,
 		Log: s.log.Named("ssh-proxy"),
 	}})
 	if err != nil {
+		cf.stop()
 		return err
 	}
 	s.onStop(func() {
 		s.log.Info("stopping the ssh proxy")
 		p.Stop()
+		cf.stop()
 	})
-	s.banner.ssh = sshLine(p.Addr, s.shown("ssh"))
+	s.banner.ssh = sshLine(p.Addr, s.shown("ssh"), s.cfg.DataDir)
 	return nil
 }
 
-// sshLine is the banner's line on logging in through the proxy at addr.
-func sshLine(addr, shownSSHDir string) string {
+// sshLine is the banner's lines on logging in through the proxy at addr, with either
+// authenticator.
+func sshLine(addr, shownSSHDir, dataDir string) string {
 	host, port, _ := net.SplitHostPort(addr)
-	return fmt.Sprintf("ssh -p %s diego:<process_guid>/<index>@%s  (password in %s; an LRP with ssh: %s)",
-		port, host, filepath.Join(shownSSHDir, "proxy_password"), filepath.Join(shownSSHDir, "demo-lrp.json"))
+	codeCmd := "bin/bbs ssh-code"
+	if dataDir != ".data" {
+		codeCmd += " --data-dir " + dataDir
+	}
+	return fmt.Sprintf(`ssh -p %s diego:<process_guid>/<index>@%s  (password in %s; an LRP with ssh: %s)
+                ssh -p %s cf:<app_guid>/<index>@%s  (as cf ssh: the password is a one-time code from '%s'; the demo LRP's app guid is %s)`,
+		port, host, filepath.Join(shownSSHDir, "proxy_password"), filepath.Join(shownSSHDir, "demo-lrp.json"),
+		port, host, codeCmd, DemoAppGUID)
 }

@@ -20,6 +20,8 @@ type fakeAPI struct {
 	paced    int32
 	aborted  string
 	instance []model.ActualLRP
+	traffic  map[string]int32
+	analysis []model.AnalysisVerdict
 }
 
 func (f *fakeAPI) Rollout(context.Context, string) (*model.Rollout, error) {
@@ -36,6 +38,8 @@ func (f *fakeAPI) Rollout(context.Context, string) (*model.Rollout, error) {
 	}
 	one := int32(1)
 	r.Failure = &model.RolloutFailure{Reason: model.FailureCrashLoop, Kind: model.FailureApp, Index: &one, Detail: "3 crashes; last: exit status 1"}
+	r.Traffic, r.TrafficGeneration = f.traffic, 3
+	r.Analysis = f.analysis
 	return r, nil
 }
 
@@ -125,6 +129,19 @@ func TestStatusShowsEveryIndex(t *testing.T) {
 	}
 	for _, want := range []string{"phase   walking (state active)", "1/2 updated", "RUNNING ready", "CRASHED (2 crashes)",
 		`failure crash_loop (app) at index 1: 3 crashes; last: exit status 1`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// A weighted step shows the split the routers acknowledged; analysis its latest verdicts.
+func TestStatusShowsTrafficAndVerdicts(t *testing.T) {
+	f := &fakeAPI{states: []string{model.RolloutActive}, traffic: map[string]int32{"v2": 10, "v1": 90},
+		analysis: []model.AnalysisVerdict{{Window: "step-0/1", Verdict: model.VerdictFail, Reason: "error rate 5 %",
+			Canary: model.AnalysisSide{Requests: 312, ErrorRate: 0.05, P99MS: 4}, Baseline: model.AnalysisSide{Requests: 2811, P99MS: 3}}}}
+	_, out, _ := run(f, "status", "web")
+	for _, want := range []string{"traffic generation 3", "v1", " 90 %", " 10 %", "step-0/1", "fail", "312 vs 2811, 5.00 % vs 0.00 %", "error rate 5 %"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}

@@ -3,6 +3,7 @@ package rolloutcli
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -53,12 +54,41 @@ func (v View) Render(w io.Writer, now time.Time) {
 	if r.RevertedTo != "" {
 		fmt.Fprintf(w, "reverted to %s\n", r.RevertedTo)
 	}
+	renderTraffic(w, r)
+	renderAnalysis(w, r.Analysis)
 	v.renderIndices(w)
 	// The age last: watch compares views without it (withoutAge).
 	if r.FinishedAt != 0 {
 		fmt.Fprintf(w, "took    %v\n", time.Unix(0, r.FinishedAt).Sub(time.Unix(0, r.StartedAt)).Round(time.Millisecond))
 	} else {
 		fmt.Fprintf(w, "running %v\n", now.Sub(time.Unix(0, r.StartedAt)).Round(time.Second))
+	}
+}
+
+// renderTraffic is the split of requests the routers acknowledged: a bar per definition.
+func renderTraffic(w io.Writer, r *model.Rollout) {
+	if len(r.Traffic) == 0 {
+		return
+	}
+	defs := slices.Sorted(maps.Keys(r.Traffic))
+	fmt.Fprintf(w, "traffic generation %d, acknowledged by every router\n", r.TrafficGeneration)
+	for _, d := range defs {
+		fmt.Fprintf(w, "        %-22s [%s] %3d %%\n", d, bar(r.Traffic[d], 100), r.Traffic[d])
+	}
+}
+
+// analysisShown is how many of the latest verdicts the view lists.
+const analysisShown = 5
+
+// renderAnalysis lists the latest verdicts: canary against baseline.
+func renderAnalysis(w io.Writer, verdicts []model.AnalysisVerdict) {
+	if len(verdicts) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "analysis %d verdicts (canary vs baseline: requests, 5xx, p99)\n", len(verdicts))
+	for _, v := range verdicts[max(0, len(verdicts)-analysisShown):] {
+		fmt.Fprintf(w, "        %-14s %-12s %d vs %d, %.2f %% vs %.2f %%, %.0f vs %.0f ms: %s\n", v.Window, v.Verdict,
+			v.Canary.Requests, v.Baseline.Requests, 100*v.Canary.ErrorRate, 100*v.Baseline.ErrorRate, v.Canary.P99MS, v.Baseline.P99MS, v.Reason)
 	}
 }
 

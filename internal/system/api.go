@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"github.com/updatable-lrps/bbs/analysis"
 	"net"
 	"net/http"
 	"sync"
@@ -31,6 +32,17 @@ type RolloutOptions struct {
 	// IndexDeadline is how long an index of a proven definition may take to start before it
 	// is given up; 0 means workflows.DefaultIndexDeadline.
 	IndexDeadline time.Duration
+	// AnalysisWebhook, when set, is an HTTP endpoint canary analysis asks beside the
+	// routers' telemetry (analysis.Webhook); the worker's setting.
+	AnalysisWebhook string
+}
+
+// analysisProviders are the providers the worker's analysis asks beside the telemetry.
+func (o RolloutOptions) analysisProviders() []analysis.Provider {
+	if o.AnalysisWebhook == "" {
+		return nil
+	}
+	return []analysis.Provider{&analysis.Webhook{URL: o.AnalysisWebhook}}
 }
 
 func (o RolloutOptions) client(c client.Client, taskQueue string) *workflows.RolloutClient {

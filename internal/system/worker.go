@@ -89,6 +89,7 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 		Events:    cfg.Events,
 		TaskStore: cfg.Store, TaskConverge: cfg.Store, TaskOptions: cfg.Tasks,
 		Callbacks: handOver,
+		Analysis:  cfg.Rollouts.analysisProviders(),
 	}
 	if cfg.Metrics != nil {
 		deps.ConvergeMetrics, deps.Fleet = metrics.NewConvergence(cfg.Metrics), cfg.Store

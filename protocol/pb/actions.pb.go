@@ -976,7 +976,7 @@ const file_protocol_pb_actions_proto_rawDesc = "" +
 	"\aSidecar\x12&\n" +
 	"\x06action\x18\x01 \x01(\v2\x0e.models.ActionR\x06action\x12\x17\n" +
 	"\adisk_mb\x18\x02 \x01(\x05R\x06diskMb\x12\x1b\n" +
-	"\tmemory_mb\x18\x03 \x01(\x05R\bmemoryMbB+Z)github.com/updatable-lrps/bbs/protocol/pbb\x06proto3"
+	"\tmemory_mb\x18\x03 \x01(\x05R\bmemoryMbB@Z)github.com/updatable-lrps/bbs/protocol/pb\xea\x02\x12Diego::Bbs::Modelsb\x06proto3"
 
 var (
 	file_protocol_pb_actions_proto_rawDescOnce sync.Once

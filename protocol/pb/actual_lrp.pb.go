@@ -2127,7 +2127,7 @@ const file_protocol_pb_actual_lrp_proto_rawDesc = "" +
 	"\x0eactual_lrp_key\x18\x01 \x01(\v2\x14.models.ActualLRPKeyR\factualLrpKey\x12S\n" +
 	"\x17actual_lrp_instance_key\x18\x02 \x01(\v2\x1c.models.ActualLRPInstanceKeyR\x14actualLrpInstanceKey\"H\n" +
 	"!RemoveEvacuatingActualLRPResponse\x12#\n" +
-	"\x05error\x18\x01 \x01(\v2\r.models.ErrorR\x05errorB+Z)github.com/updatable-lrps/bbs/protocol/pbb\x06proto3"
+	"\x05error\x18\x01 \x01(\v2\r.models.ErrorR\x05errorB@Z)github.com/updatable-lrps/bbs/protocol/pb\xea\x02\x12Diego::Bbs::Modelsb\x06proto3"
 
 var (
 	file_protocol_pb_actual_lrp_proto_rawDescOnce sync.Once

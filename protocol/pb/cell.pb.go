@@ -332,7 +332,7 @@ const file_protocol_pb_cell_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"`\n" +
 	"\rCellsResponse\x12#\n" +
 	"\x05error\x18\x01 \x01(\v2\r.models.ErrorR\x05error\x12*\n" +
-	"\x05cells\x18\x02 \x03(\v2\x14.models.CellPresenceR\x05cellsB+Z)github.com/updatable-lrps/bbs/protocol/pbb\x06proto3"
+	"\x05cells\x18\x02 \x03(\v2\x14.models.CellPresenceR\x05cellsB@Z)github.com/updatable-lrps/bbs/protocol/pb\xea\x02\x12Diego::Bbs::Modelsb\x06proto3"
 
 var (
 	file_protocol_pb_cell_proto_rawDescOnce sync.Once

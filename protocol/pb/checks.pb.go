@@ -290,7 +290,7 @@ const file_protocol_pb_checks_proto_rawDesc = "" +
 	"\x12request_timeout_ms\x18\x02 \x01(\x04R\x10requestTimeoutMs\x12\x12\n" +
 	"\x04path\x18\x03 \x01(\tR\x04path\x12\x1f\n" +
 	"\vinterval_ms\x18\x04 \x01(\x04R\n" +
-	"intervalMsB+Z)github.com/updatable-lrps/bbs/protocol/pbb\x06proto3"
+	"intervalMsB@Z)github.com/updatable-lrps/bbs/protocol/pb\xea\x02\x12Diego::Bbs::Modelsb\x06proto3"
 
 var (
 	file_protocol_pb_checks_proto_rawDescOnce sync.Once

@@ -125,52 +125,52 @@ func (MetricTagValue_DynamicValue) EnumDescriptor() ([]byte, []int) {
 	return file_protocol_pb_common_proto_rawDescGZIP(), []int{7, 0}
 }
 
-type ImageLayer_LayerType int32
+type ImageLayer_Type int32
 
 const (
-	ImageLayer_LayerTypeInvalid ImageLayer_LayerType = 0
-	ImageLayer_SHARED           ImageLayer_LayerType = 1
-	ImageLayer_EXCLUSIVE        ImageLayer_LayerType = 2
+	ImageLayer_LayerTypeInvalid ImageLayer_Type = 0
+	ImageLayer_SHARED           ImageLayer_Type = 1
+	ImageLayer_EXCLUSIVE        ImageLayer_Type = 2
 )
 
-// Enum value maps for ImageLayer_LayerType.
+// Enum value maps for ImageLayer_Type.
 var (
-	ImageLayer_LayerType_name = map[int32]string{
+	ImageLayer_Type_name = map[int32]string{
 		0: "LayerTypeInvalid",
 		1: "SHARED",
 		2: "EXCLUSIVE",
 	}
-	ImageLayer_LayerType_value = map[string]int32{
+	ImageLayer_Type_value = map[string]int32{
 		"LayerTypeInvalid": 0,
 		"SHARED":           1,
 		"EXCLUSIVE":        2,
 	}
 )
 
-func (x ImageLayer_LayerType) Enum() *ImageLayer_LayerType {
-	p := new(ImageLayer_LayerType)
+func (x ImageLayer_Type) Enum() *ImageLayer_Type {
+	p := new(ImageLayer_Type)
 	*p = x
 	return p
 }
 
-func (x ImageLayer_LayerType) String() string {
+func (x ImageLayer_Type) String() string {
 	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
 }
 
-func (ImageLayer_LayerType) Descriptor() protoreflect.EnumDescriptor {
+func (ImageLayer_Type) Descriptor() protoreflect.EnumDescriptor {
 	return file_protocol_pb_common_proto_enumTypes[2].Descriptor()
 }
 
-func (ImageLayer_LayerType) Type() protoreflect.EnumType {
+func (ImageLayer_Type) Type() protoreflect.EnumType {
 	return &file_protocol_pb_common_proto_enumTypes[2]
 }
 
-func (x ImageLayer_LayerType) Number() protoreflect.EnumNumber {
+func (x ImageLayer_Type) Number() protoreflect.EnumNumber {
 	return protoreflect.EnumNumber(x)
 }
 
-// Deprecated: Use ImageLayer_LayerType.Descriptor instead.
-func (ImageLayer_LayerType) EnumDescriptor() ([]byte, []int) {
+// Deprecated: Use ImageLayer_Type.Descriptor instead.
+func (ImageLayer_Type) EnumDescriptor() ([]byte, []int) {
 	return file_protocol_pb_common_proto_rawDescGZIP(), []int{15, 0}
 }
 
@@ -1156,12 +1156,14 @@ func (x *DedicatedDevice) GetDeviceConfig() string {
 
 // ImageLayer is a layer of the container's filesystem (V3 models). SHARED layers are cached on
 // the cell and shared between containers; EXCLUSIVE ones are downloaded for one container.
+// The layer type's enum is named Type, as in BBS (Cloud Controller names it
+// ImageLayer::Type::SHARED).
 type ImageLayer struct {
 	state           protoimpl.MessageState     `protogen:"open.v1"`
 	Name            string                     `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Url             string                     `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
 	DestinationPath string                     `protobuf:"bytes,3,opt,name=destination_path,json=destinationPath,proto3" json:"destination_path,omitempty"`
-	LayerType       ImageLayer_LayerType       `protobuf:"varint,4,opt,name=layer_type,json=layerType,proto3,enum=models.ImageLayer_LayerType" json:"layer_type,omitempty"`
+	LayerType       ImageLayer_Type            `protobuf:"varint,4,opt,name=layer_type,json=layerType,proto3,enum=models.ImageLayer_Type" json:"layer_type,omitempty"`
 	MediaType       ImageLayer_MediaType       `protobuf:"varint,5,opt,name=media_type,json=mediaType,proto3,enum=models.ImageLayer_MediaType" json:"media_type,omitempty"`
 	DigestAlgorithm ImageLayer_DigestAlgorithm `protobuf:"varint,6,opt,name=digest_algorithm,json=digestAlgorithm,proto3,enum=models.ImageLayer_DigestAlgorithm" json:"digest_algorithm,omitempty"`
 	DigestValue     string                     `protobuf:"bytes,7,opt,name=digest_value,json=digestValue,proto3" json:"digest_value,omitempty"`
@@ -1220,7 +1222,7 @@ func (x *ImageLayer) GetDestinationPath() string {
 	return ""
 }
 
-func (x *ImageLayer) GetLayerType() ImageLayer_LayerType {
+func (x *ImageLayer) GetLayerType() ImageLayer_Type {
 	if x != nil {
 		return x.LayerType
 	}
@@ -1322,19 +1324,19 @@ const file_protocol_pb_common_proto_rawDesc = "" +
 	"\n" +
 	"mounter_id\x18\x01 \x01(\tR\tmounterId\x12!\n" +
 	"\fmount_config\x18\x02 \x01(\tR\vmountConfig\x12#\n" +
-	"\rdevice_config\x18\x03 \x01(\tR\fdeviceConfig\"\x8c\x04\n" +
+	"\rdevice_config\x18\x03 \x01(\tR\fdeviceConfig\"\x82\x04\n" +
 	"\n" +
 	"ImageLayer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12)\n" +
-	"\x10destination_path\x18\x03 \x01(\tR\x0fdestinationPath\x12;\n" +
+	"\x10destination_path\x18\x03 \x01(\tR\x0fdestinationPath\x126\n" +
 	"\n" +
-	"layer_type\x18\x04 \x01(\x0e2\x1c.models.ImageLayer.LayerTypeR\tlayerType\x12;\n" +
+	"layer_type\x18\x04 \x01(\x0e2\x17.models.ImageLayer.TypeR\tlayerType\x12;\n" +
 	"\n" +
 	"media_type\x18\x05 \x01(\x0e2\x1c.models.ImageLayer.MediaTypeR\tmediaType\x12M\n" +
 	"\x10digest_algorithm\x18\x06 \x01(\x0e2\".models.ImageLayer.DigestAlgorithmR\x0fdigestAlgorithm\x12!\n" +
-	"\fdigest_value\x18\a \x01(\tR\vdigestValue\"<\n" +
-	"\tLayerType\x12\x14\n" +
+	"\fdigest_value\x18\a \x01(\tR\vdigestValue\"7\n" +
+	"\x04Type\x12\x14\n" +
 	"\x10LayerTypeInvalid\x10\x00\x12\n" +
 	"\n" +
 	"\x06SHARED\x10\x01\x12\r\n" +
@@ -1352,7 +1354,7 @@ const file_protocol_pb_common_proto_rawDesc = "" +
 	"\x06SHA512\x10\x02*+\n" +
 	"\x0eUpdateStrategy\x12\v\n" +
 	"\aROLLING\x10\x00\x12\f\n" +
-	"\bRECREATE\x10\x01B+Z)github.com/updatable-lrps/bbs/protocol/pbb\x06proto3"
+	"\bRECREATE\x10\x01B@Z)github.com/updatable-lrps/bbs/protocol/pb\xea\x02\x12Diego::Bbs::Modelsb\x06proto3"
 
 var (
 	file_protocol_pb_common_proto_rawDescOnce sync.Once
@@ -1371,7 +1373,7 @@ var file_protocol_pb_common_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_protocol_pb_common_proto_goTypes = []any{
 	(UpdateStrategy)(0),              // 0: models.UpdateStrategy
 	(MetricTagValue_DynamicValue)(0), // 1: models.MetricTagValue.DynamicValue
-	(ImageLayer_LayerType)(0),        // 2: models.ImageLayer.LayerType
+	(ImageLayer_Type)(0),             // 2: models.ImageLayer.Type
 	(ImageLayer_MediaType)(0),        // 3: models.ImageLayer.MediaType
 	(ImageLayer_DigestAlgorithm)(0),  // 4: models.ImageLayer.DigestAlgorithm
 	(*ModificationTag)(nil),          // 5: models.ModificationTag
@@ -1401,7 +1403,7 @@ var file_protocol_pb_common_proto_depIdxs = []int32{
 	15, // 4: models.SecurityGroupRule.icmp_info:type_name -> models.ICMPInfo
 	18, // 5: models.VolumeMount.shared:type_name -> models.SharedDevice
 	19, // 6: models.VolumeMount.dedicated:type_name -> models.DedicatedDevice
-	2,  // 7: models.ImageLayer.layer_type:type_name -> models.ImageLayer.LayerType
+	2,  // 7: models.ImageLayer.layer_type:type_name -> models.ImageLayer.Type
 	3,  // 8: models.ImageLayer.media_type:type_name -> models.ImageLayer.MediaType
 	4,  // 9: models.ImageLayer.digest_algorithm:type_name -> models.ImageLayer.DigestAlgorithm
 	10, // [10:10] is the sub-list for method output_type

@@ -1789,7 +1789,7 @@ const file_protocol_pb_desired_lrp_proto_rawDesc = "" +
 	"\x17RemoveDesiredLRPRequest\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\"B\n" +
 	"\x1bDesiredLRPLifecycleResponse\x12#\n" +
-	"\x05error\x18\x01 \x01(\v2\r.models.ErrorR\x05errorB+Z)github.com/updatable-lrps/bbs/protocol/pbb\x06proto3"
+	"\x05error\x18\x01 \x01(\v2\r.models.ErrorR\x05errorB@Z)github.com/updatable-lrps/bbs/protocol/pb\xea\x02\x12Diego::Bbs::Modelsb\x06proto3"
 
 var (
 	file_protocol_pb_desired_lrp_proto_rawDescOnce sync.Once

@@ -188,7 +188,7 @@ const file_protocol_pb_domain_proto_rawDesc = "" +
 	"\x05error\x18\x01 \x01(\v2\r.models.ErrorR\x05error\"P\n" +
 	"\x0fDomainsResponse\x12#\n" +
 	"\x05error\x18\x01 \x01(\v2\r.models.ErrorR\x05error\x12\x18\n" +
-	"\adomains\x18\x02 \x03(\tR\adomainsB+Z)github.com/updatable-lrps/bbs/protocol/pbb\x06proto3"
+	"\adomains\x18\x02 \x03(\tR\adomainsB@Z)github.com/updatable-lrps/bbs/protocol/pb\xea\x02\x12Diego::Bbs::Modelsb\x06proto3"
 
 var (
 	file_protocol_pb_domain_proto_rawDescOnce sync.Once

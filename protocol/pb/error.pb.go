@@ -232,7 +232,7 @@ const file_protocol_pb_error_proto_rawDesc = "" +
 	"\rLockCollision\x10\x1e\x12\v\n" +
 	"\aTimeout\x10\x1f\"\x04\b\x01\x10\x01\"\x04\b\x02\x10\x02\"\x04\b\n" +
 	"\x10\n" +
-	"\"\x04\b\x14\x10\x14\"\x04\b\x16\x10\x16\"\x04\b\x17\x10\x17\"\x04\b\x19\x10\x19B+Z)github.com/updatable-lrps/bbs/protocol/pbb\x06proto3"
+	"\"\x04\b\x14\x10\x14\"\x04\b\x16\x10\x16\"\x04\b\x17\x10\x17\"\x04\b\x19\x10\x19B@Z)github.com/updatable-lrps/bbs/protocol/pb\xea\x02\x12Diego::Bbs::Modelsb\x06proto3"
 
 var (
 	file_protocol_pb_error_proto_rawDescOnce sync.Once

@@ -974,7 +974,7 @@ const file_protocol_pb_events_proto_rawDesc = "" +
 	"\x06before\x18\x01 \x01(\v2\f.models.TaskR\x06before\x12\"\n" +
 	"\x05after\x18\x02 \x01(\v2\f.models.TaskR\x05after\"4\n" +
 	"\x10TaskRemovedEvent\x12 \n" +
-	"\x04task\x18\x01 \x01(\v2\f.models.TaskR\x04taskB+Z)github.com/updatable-lrps/bbs/protocol/pbb\x06proto3"
+	"\x04task\x18\x01 \x01(\v2\f.models.TaskR\x04taskB@Z)github.com/updatable-lrps/bbs/protocol/pb\xea\x02\x12Diego::Bbs::Modelsb\x06proto3"
 
 var (
 	file_protocol_pb_events_proto_rawDescOnce sync.Once

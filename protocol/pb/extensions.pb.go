@@ -2150,7 +2150,7 @@ const file_protocol_pb_extensions_proto_rawDesc = "" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x12\n" +
 	"\x04full\x18\x02 \x01(\bR\x04full\"=\n" +
 	"\x16RolloutControlResponse\x12#\n" +
-	"\x05error\x18\x01 \x01(\v2\r.models.ErrorR\x05errorB+Z)github.com/updatable-lrps/bbs/protocol/pbb\x06proto3"
+	"\x05error\x18\x01 \x01(\v2\r.models.ErrorR\x05errorB@Z)github.com/updatable-lrps/bbs/protocol/pb\xea\x02\x12Diego::Bbs::Modelsb\x06proto3"
 
 var (
 	file_protocol_pb_extensions_proto_rawDescOnce sync.Once

@@ -97,7 +97,7 @@ var bbsFields = map[string]string{
 		dedicated=8:DedicatedDevice`,
 	"SharedDevice":    "volume_id=1 mount_config=2",
 	"DedicatedDevice": "mounter_id=1 mount_config=2 device_config=3",
-	"ImageLayer": `name=1:string url=2:string destination_path=3:string layer_type=4:LayerType
+	"ImageLayer": `name=1:string url=2:string destination_path=3:string layer_type=4:Type
 		media_type=5:MediaType digest_algorithm=6:DigestAlgorithm digest_value=7:string`,
 
 	// ActualLRP.
@@ -560,7 +560,7 @@ func TestEnumValues(t *testing.T) {
 			LockCollision=30 Timeout=31`,
 		"ActualLRP.Presence":                "ORDINARY=0 EVACUATING=1 SUSPECT=2",
 		"ActualLRPNetInfo.PreferredAddress": "UNKNOWN=0 INSTANCE=1 HOST=2",
-		"ImageLayer.LayerType":              "LayerTypeInvalid=0 SHARED=1 EXCLUSIVE=2",
+		"ImageLayer.Type":                   "LayerTypeInvalid=0 SHARED=1 EXCLUSIVE=2",
 		"ImageLayer.MediaType":              "MediaTypeInvalid=0 TGZ=1 TAR=2 ZIP=3",
 		"ImageLayer.DigestAlgorithm":        "DigestAlgorithmInvalid=0 SHA256=1 SHA512=2",
 		"MetricTagValue.DynamicValue":       "DynamicValueInvalid=0 INDEX=1 INSTANCE_GUID=2",

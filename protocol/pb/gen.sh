@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Generates the Go code of protocol/pb from its .proto files; `make proto` and `make proto-check`
-# run it from the repository root.
+# Generates the code of protocol/pb from its .proto files — the Go code (*.pb.go) and the Ruby
+# bindings for Cloud Controller (*_pb.rb, protoc's own Ruby output; docs/CLOUD_CONTROLLER.md);
+# `make proto` and `make proto-check` run it from the repository root.
 #
-#   gen.sh write   regenerate protocol/pb/*.pb.go in place
+#   gen.sh write   regenerate protocol/pb/*.pb.go and *_pb.rb in place
 #   gen.sh check   regenerate into a temporary directory and fail, naming each stale, missing or
-#                  orphaned .pb.go, if the committed code differs
+#                  orphaned generated file, if the committed code differs
 #
 # The output depends on the exact protoc and protoc-gen-go versions (both are written into every
-# file's header), so both are pinned: protoc to Debian bookworm's protobuf-compiler (installed with
+# Go file's header; protoc's Ruby generator changes its output between releases), so both are
+# pinned: protoc to Debian bookworm's protobuf-compiler (installed with
 # apt-get when it is missing and we are root, as on CI), protoc-gen-go to the
 # google.golang.org/protobuf version of go.mod, built into bin/.
 set -euo pipefail
@@ -58,28 +60,34 @@ if [ ! -x "$plugin_dir/protoc-gen-go" ]; then
 	GOBIN=$plugin_dir "$GO" install "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOC_GEN_GO_VERSION"
 fi
 
-# generate OUT: writes OUT/protocol/pb/*.pb.go. Files are named relative to the repository root
-# (-I .), so the registry holds them as protocol/pb/<name>.proto, which no other module uses.
+# generate OUT: writes OUT/protocol/pb/*.pb.go and *_pb.rb. Files are named relative to the
+# repository root (-I .), so the registry holds them as protocol/pb/<name>.proto, which no other
+# module uses, and a Ruby file requires another as 'protocol/pb/<name>_pb' (the repository root,
+# or the directory a copy of protocol/ sits in, goes on Ruby's load path).
 generate() {
 	protoc -I . \
 		--plugin=protoc-gen-go="$plugin_dir/protoc-gen-go" \
 		--go_out="$1" --go_opt=paths=source_relative \
+		--ruby_out="$1" \
 		"$src"/*.proto
 }
+
+# The generated files of a directory.
+generated() { ls "$1"/*.pb.go "$1"/*_pb.rb 2>/dev/null || true; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 generate "$tmp"
 
 if [ "$mode" = write ]; then
-	# Replace only once protoc has succeeded; a .pb.go whose .proto is gone goes too.
-	rm -f "$src"/*.pb.go
-	cp "$tmp/$src"/*.pb.go "$src"/
+	# Replace only once protoc has succeeded; a generated file whose .proto is gone goes too.
+	rm -f "$src"/*.pb.go "$src"/*_pb.rb
+	cp "$tmp/$src"/*.pb.go "$tmp/$src"/*_pb.rb "$src"/
 	exit 0
 fi
 
 stale=()
-for f in "$tmp/$src"/*.pb.go; do
+for f in $(generated "$tmp/$src"); do
 	name=$src/$(basename "$f")
 	if [ ! -f "$name" ]; then
 		stale+=("$name (missing)")
@@ -87,8 +95,7 @@ for f in "$tmp/$src"/*.pb.go; do
 		stale+=("$name (differs)")
 	fi
 done
-for f in "$src"/*.pb.go; do
-	[ -e "$f" ] || continue
+for f in $(generated "$src"); do
 	[ -f "$tmp/$f" ] || stale+=("$f (no .proto generates it)")
 done
 

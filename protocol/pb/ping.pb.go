@@ -74,7 +74,7 @@ const file_protocol_pb_ping_proto_rawDesc = "" +
 	"\n" +
 	"\x16protocol/pb/ping.proto\x12\x06models\",\n" +
 	"\fPingResponse\x12\x1c\n" +
-	"\tavailable\x18\x01 \x01(\bR\tavailableB+Z)github.com/updatable-lrps/bbs/protocol/pbb\x06proto3"
+	"\tavailable\x18\x01 \x01(\bR\tavailableB@Z)github.com/updatable-lrps/bbs/protocol/pb\xea\x02\x12Diego::Bbs::Modelsb\x06proto3"
 
 var (
 	file_protocol_pb_ping_proto_rawDescOnce sync.Once

@@ -1330,7 +1330,7 @@ const file_protocol_pb_task_proto_rawDesc = "" +
 	"annotation\x18\x05 \x01(\tR\n" +
 	"annotation\x12\x1d\n" +
 	"\n" +
-	"created_at\x18\x06 \x01(\x03R\tcreatedAtB+Z)github.com/updatable-lrps/bbs/protocol/pbb\x06proto3"
+	"created_at\x18\x06 \x01(\x03R\tcreatedAtB@Z)github.com/updatable-lrps/bbs/protocol/pb\xea\x02\x12Diego::Bbs::Modelsb\x06proto3"
 
 var (
 	file_protocol_pb_task_proto_rawDescOnce sync.Once

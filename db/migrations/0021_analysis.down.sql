@@ -1,0 +1,2 @@
+ALTER TABLE rollouts DROP COLUMN analysis;
+DROP TABLE analysis_marks;
