@@ -118,7 +118,7 @@ func TestDomains(t *testing.T) {
 }
 
 var rolloutFields = []string{"id", "process_guid", "kind", "from_definition_id", "to_definition_id", "state", "phase", "step", "steps_total",
-	"current_index", "updated_instances", "instances", "given_up_indices", "started_at", "workflow_id"}
+	"current_index", "updated_instances", "instances", "given_up_indices", "started_at", "workflow_id", "analysis"}
 
 func TestRollouts(t *testing.T) {
 	t.Parallel()
@@ -148,7 +148,7 @@ VALUES
 		out := []string{}
 		for _, r := range l {
 			requireKeys(t, "rollout", r, rolloutFields, []string{"finished_at", "run_id", "reason", "strategy", "failure",
-				"revert_failure", "reverted_to"})
+				"revert_failure", "reverted_to", "traffic", "traffic_generation"})
 			out = append(out, r.str(t, "id"))
 		}
 		return out

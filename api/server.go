@@ -20,6 +20,7 @@ import (
 	"github.com/updatable-lrps/bbs/metrics"
 	"github.com/updatable-lrps/bbs/model"
 	"github.com/updatable-lrps/bbs/tasks"
+	"github.com/updatable-lrps/bbs/ui"
 	"go.uber.org/zap"
 )
 
@@ -120,6 +121,8 @@ func (s *Server) routes(h routeHandlers) chi.Router {
 	r.Use(middleware.RequestID, s.metrics.middleware, s.accessLog, s.recoverer)
 	r.Get("/healthz", s.healthz)
 	r.Handle("/metrics", s.metrics)
+	r.Get("/ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently).ServeHTTP)
+	r.Get("/ui/*", ui.Handler("/ui/").ServeHTTP)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, model.Errorf(model.ErrResourceNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
@@ -169,6 +172,7 @@ func (s *Server) routes(h routeHandlers) chi.Router {
 		r.Post("/v1/cells/heartbeat", handle(s, h.cells.cellHeartbeat))
 		r.Post("/v1/cells/remove", handle(s, h.cells.removeCell))
 		r.Post("/v1/routers/report", handle(s, h.routers.report))
+		r.Post("/v1/routers/telemetry", handle(s, h.routers.telemetry))
 
 		r.Post("/v1/actual_lrps/claim", handle(s, h.lifecycle.claimActualLRP))
 		r.Post("/v1/actual_lrps/start", handle(s, h.lifecycle.startActualLRP))

@@ -58,8 +58,8 @@ func TestClusterKeepsServingThroughKills(t *testing.T) {
 	const n = 4
 	dataDir := t.TempDir()
 	apiPort, protocolPort, uiPort, routerPort, tPort, pgPort := freeport.Port(t), freeport.Port(t), freeport.Port(t), freeport.Port(t), freeport.Port(t), freeport.Port(t)
-	base := freeport.Block(t, 64)
-	args := []string{"cluster", "--data-dir", dataDir, "--temporal-server-bin", tbin,
+	base, metricsBase := freeport.Block(t, 64), freeport.Block(t, 32)
+	args := []string{"cluster", "--data-dir", dataDir, "--temporal-server-bin", tbin, "--metrics-port-base", fmt.Sprint(metricsBase),
 		"--listen", fmt.Sprintf("127.0.0.1:%d", apiPort), "--bbs-listen", fmt.Sprintf("127.0.0.1:%d", protocolPort),
 		"--port-base", fmt.Sprint(base), "--pg-port", fmt.Sprint(pgPort),
 		"--temporal-port", fmt.Sprint(tPort), "--temporal-ui-port", fmt.Sprint(uiPort),
@@ -143,6 +143,7 @@ func TestClusterKeepsServingThroughKills(t *testing.T) {
 	if pid := pidOf(t, dataDir, "api-1"); pid == apiPID {
 		t.Errorf("api-1 has its old pid %d after the restart", pid)
 	}
+	weightedThroughTheCluster(t, d, c)
 
 	p.stop(t, os.Interrupt, 2*time.Minute)
 	for _, port := range []int{apiPort, routerPort, tPort, uiPort, pgPort, base + 1, base + 11} {
@@ -159,6 +160,64 @@ func TestClusterKeepsServingThroughKills(t *testing.T) {
 	p.waitOutput(t, "Ctrl-C stops everything", 3*time.Minute)
 	c.waitAvailable(p, 30*time.Second)
 	d.p = p
-	d.waitFor(t, "web on v2 after the restart", 60*time.Second, func() bool { return d.allOn("web", "v2", n) })
+	d.waitFor(t, "web on v3 after the restart", 60*time.Second, func() bool { return d.allOn("web", "v3", n) })
 	p.stop(t, os.Interrupt, 2*time.Minute)
+}
+
+// weightedThroughTheCluster holds a canary of v3 at 50 % in the production shape — the
+// router following and reporting through bbs lb's front, with mutual TLS — and checks what a
+// user meets there: a preview of v3, a user kept on the definition that first answered, and
+// the promotion that lets the user go.
+func weightedThroughTheCluster(t *testing.T, d *devStack, c client) {
+	t.Helper()
+	c.mustPost("/v1/desired_lrp/update", obj{"process_guid": "web", "update": obj{"definition": demoDefinition("v3", "v3"),
+		"strategy": obj{"canary": obj{"steps": []obj{{"weight": 50, "promote": "manual"}}}}}}, nil)
+	d.waitFor(t, "the 50 % step of v3, acknowledged by the router", 60*time.Second, func() bool {
+		r := d.trafficOf("web")
+		return r.Phase == "awaiting_promotion" && r.Traffic["v3"] == 50
+	})
+	get := func(header http.Header) *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", d.routerPort), nil)
+		req.Host = "web.example.com"
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	for i := 0; i < 10; i++ {
+		if res := get(http.Header{"X-Lrp-Preview": {"v3"}}); res.StatusCode != 200 || res.Header.Get("X-LRP-Definition") != "v3" {
+			t.Fatalf("a preview of v3 through the cluster: %d by %q", res.StatusCode, res.Header.Get("X-LRP-Definition"))
+		}
+	}
+	first := get(nil)
+	var sticky *http.Cookie
+	for _, ck := range first.Cookies() {
+		if ck.Name == "bbs_definition" {
+			sticky = ck
+		}
+	}
+	if sticky == nil || sticky.Value != first.Header.Get("X-LRP-Definition") {
+		t.Fatalf("a weighted answer by %q set no cookie of its definition: %v", first.Header.Get("X-LRP-Definition"), first.Header["Set-Cookie"])
+	}
+	for i := 0; i < 20; i++ {
+		if res := get(http.Header{"Cookie": {sticky.String()}}); res.Header.Get("X-LRP-Definition") != sticky.Value {
+			t.Fatalf("request %d with the cookie of %s went to %s", i, sticky.Value, res.Header.Get("X-LRP-Definition"))
+		}
+	}
+	c.mustPost("/v1/rollouts/promote", obj{"process_guid": "web"}, nil)
+	d.waitFor(t, "v3 promoted to every index", 90*time.Second, func() bool {
+		return d.trafficOf("web").State == "completed" && d.allOn("web", "v3", 4)
+	})
+	released := false
+	for _, ck := range get(http.Header{"Cookie": {sticky.String()}}).Cookies() {
+		released = released || (ck.Name == "bbs_definition" && ck.MaxAge < 0)
+	}
+	if !released {
+		t.Error("after the promotion the router did not clear the sticky cookie")
+	}
 }

@@ -26,6 +26,9 @@ type Emitter struct {
 	// Applied, when set, is called after the table took a traffic split (from its event or
 	// a resync): the router reports what it routes by at once.
 	Applied func()
+	// Removed, when set, is called with the process guid of an LRP removed (its telemetry
+	// goes).
+	Removed func(guid string)
 }
 
 // Run follows the BBS until ctx ends.
@@ -144,6 +147,9 @@ func (e *Emitter) apply(ctx context.Context, ev model.Event) {
 		}
 		if json.Unmarshal(ev.Data, &d) == nil {
 			e.Table.RemoveLRP(d.ProcessGUID)
+			if e.Removed != nil {
+				e.Removed(d.ProcessGUID)
+			}
 		}
 	}
 }

@@ -33,6 +33,8 @@ type recordingScenario struct {
 	startIn   time.Duration
 	hang      []string // slots whose instance never starts
 	crash     []string // slots whose instance crash-loops (three crashes, then CRASHED)
+	// failWindow is the analysis window whose canary answers 10 % 500s ("": none).
+	failWindow string
 	in        func(in *workflows.RolloutInput)
 	// steer signals the running workflow; it returns once it has sent its last signal.
 	steer func(ctx context.Context, t *testing.T, r *recording)
@@ -312,6 +314,52 @@ var recordingScenarios = []recordingScenario{
 		},
 	},
 	{
+		// Weighted steps with analysis: 20 % judged for its pause, then 50 % held for a
+		// promote; the routers acknowledge at once; every window passes.
+		name: "weighted_canary", instances: 5, startIn: 100 * time.Millisecond,
+		in: func(in *workflows.RolloutInput) {
+			withTrafficSteps(in, workflows.CanaryStep{Instances: 1, Weight: ptr(int32(20)), Pause: 300 * time.Millisecond, Analysis: true},
+				workflows.CanaryStep{Instances: 3, Weight: ptr(int32(50)), Manual: true})
+		},
+		steer: func(ctx context.Context, t *testing.T, r *recording) {
+			r.waitProgress(ctx, t, "r1", func(p model.RolloutProgress) bool { return p.Phase == model.PhaseAwaitingPromotion })
+			r.signal(ctx, t, workflows.SignalPromote, workflows.PromoteSignal{})
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutCompleted, []int32{0, 1, 2, 3, 4})
+			expectInstances(t, r, on("def2", 5))
+			expectWeights(t, r, 20, 50, -1)
+		},
+	},
+	{
+		// An abort at a weighted step: the weight to 0, then the walk back.
+		name: "weighted_abort", instances: 4, startIn: 100 * time.Millisecond,
+		in: func(in *workflows.RolloutInput) {
+			withTrafficSteps(in, workflows.CanaryStep{Instances: 2, Weight: ptr(int32(25)), Manual: true})
+		},
+		steer: func(ctx context.Context, t *testing.T, r *recording) {
+			r.waitProgress(ctx, t, "r1", func(p model.RolloutProgress) bool { return p.Phase == model.PhaseAwaitingPromotion })
+			r.signal(ctx, t, workflows.SignalAbort, workflows.AbortSignal{Reason: "canary errors"})
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutReverted, nil)
+			expectInstances(t, r, on("def1", 4))
+			expectWeights(t, r, 25, 0)
+		},
+	},
+	{
+		// A background analysis whose second window fails: the revert.
+		name: "background_analysis_fail", instances: 6, startIn: 600 * time.Millisecond, failWindow: "background/2",
+		in: func(in *workflows.RolloutInput) {
+			withTrafficSteps(in)
+			in.Analysis.Background = true
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutReverted, nil)
+			expectInstances(t, r, on("def1", 6))
+		},
+	},
+	{
 		// Two index steps a run: three runs, each continued with the walk so far.
 		name: "continue_as_new", instances: 5, startIn: 50 * time.Millisecond,
 		in: func(in *workflows.RolloutInput) { in.ContinueAsNewEvery = 2 },
@@ -413,6 +461,7 @@ func recordScenario(t *testing.T, c client.Client, dir string, sc recordingScena
 	for _, s := range sc.hang {
 		store.hang[s] = true
 	}
+	store.failWindow = sc.failWindow
 	store.crash = map[string]bool{}
 	for _, s := range sc.crash {
 		store.crash[s] = true
@@ -480,5 +529,34 @@ func runChain(ctx context.Context, t *testing.T, c client.Client, id, runID stri
 		}
 		runID = can.GetNewExecutionRunId()
 		runs = append(runs, runID)
+	}
+}
+
+// withTrafficSteps gives a recording's rollout a failure policy, canary steps and an
+// analysis of 100 ms windows.
+func withTrafficSteps(in *workflows.RolloutInput, steps ...workflows.CanaryStep) {
+	in.IndexDeadline = time.Minute
+	in.Failure = &workflows.FailurePolicy{OnFailure: model.OnFailureRevert, MaxCrashes: 3, MaxFailedIndices: 1}
+	in.Canary = steps
+	p := (&model.RolloutAnalysis{}).Policy()
+	p.Interval = 100
+	in.Analysis = &p
+}
+
+// expectWeights checks the weights the rollout set, in order (-1: routing by instances again).
+func expectWeights(t *testing.T, r *recording, want ...int32) {
+	t.Helper()
+	r.store.mu.Lock()
+	defer r.store.mu.Unlock()
+	var got []int32
+	for _, s := range r.store.splits {
+		w := int32(-1)
+		if s.Weighted() {
+			w = s.Weights["def2"]
+		}
+		got = append(got, w)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("weights set %v, want %v", got, want)
 	}
 }

@@ -63,6 +63,8 @@ type memStore struct {
 	runs map[string]*memRun
 	// splits are the traffic splits set, in order; every router acknowledges at once.
 	splits []model.TrafficSplit
+	// failWindow is the analysis window whose canary answers 10 % 500s.
+	failWindow string
 }
 
 type memRun struct {
@@ -402,12 +404,19 @@ func (m *memStore) RoutableCounts(context.Context, string) (map[string]int32, er
 	return out, nil
 }
 
-// TakeAnalysisMark and AnalysisWindow measure a healthy canary: every window passes.
+// TakeAnalysisMark and AnalysisWindow measure a healthy canary — every window passes — but
+// in the window failWindow ends, where it answers 10 % 500s.
 func (m *memStore) TakeAnalysisMark(context.Context, string, string, string) (int64, error) { return 1, nil }
 
-func (m *memStore) AnalysisWindow(context.Context, string, string, string, string, string) (db.AnalysisWindow, error) {
+func (m *memStore) AnalysisWindow(_ context.Context, _, _, _, _, to string) (db.AnalysisWindow, error) {
 	side := model.AnalysisSide{Requests: 1000, P50MS: 2, P99MS: 5, Instances: 1}
-	return db.AnalysisWindow{Canary: side, Baseline: side}, nil
+	w := db.AnalysisWindow{Canary: side, Baseline: side}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if to == m.failWindow {
+		w.Canary.ErrorRate = 0.1
+	}
+	return w, nil
 }
 
 func (m *memStore) RecordVerdict(context.Context, string, model.AnalysisVerdict) error { return nil }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/updatable-lrps/bbs/bbsclient"
+	"github.com/updatable-lrps/bbs/model"
 )
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
@@ -97,6 +98,33 @@ func TestRecorderBucketsByPhaseOfSending(t *testing.T) {
 	}
 }
 
+// TestRecorderCountsAppErrorsApart: an instance's 500 is neither failed nor successful; it
+// counts for its definition among the app errors, and moves that definition's last answer.
+func TestRecorderCountsAppErrorsApart(t *testing.T) {
+	var r recorder
+	t0 := time.Now()
+	r.begin("canary", true, t0)
+	a, b, c := r.sending(), r.sending(), r.sending()
+	r.record(a, result{latency: ms(1), definition: "v5"}, t0.Add(ms(10)))
+	r.record(b, result{latency: ms(50), definition: "v6", appError: true}, t0.Add(ms(30)))
+	r.record(c, result{latency: ms(1), definition: "v6"}, t0.Add(ms(20)))
+	r.setAnalysis(r.current(), "v6", []model.AnalysisVerdict{{Window: "step-0/1", Verdict: model.VerdictFail}}, "reverted")
+	r.end(t0.Add(time.Second))
+	s := r.summaries()[0]
+	if s.failed != 0 || s.appErrors["v6"] != 1 || s.byDef["v6"] != 1 || s.byDef["v5"] != 1 || s.p99 != ms(1) {
+		t.Errorf("summary = %+v, want v5=1 v6=1, one app error of v6, nothing failed", s)
+	}
+	if got := r.lastAnswered("v6"); !got.Equal(t0.Add(ms(30))) {
+		t.Errorf("v6 last answered at %v, want its 500 at +30ms", got.Sub(t0))
+	}
+	if !r.lastAnswered("v7").IsZero() {
+		t.Error("a definition that never answered has a last answer")
+	}
+	if s.canary != "v6" || len(s.analysis) != 1 || s.outcome != "reverted" {
+		t.Errorf("analysis = %q %+v %q", s.canary, s.analysis, s.outcome)
+	}
+}
+
 func TestVerdict(t *testing.T) {
 	clean := []phaseSummary{
 		{name: "steady", rolling: true, sent: 100},
@@ -114,16 +142,55 @@ func TestVerdict(t *testing.T) {
 	if _, ok := verdict(nil); ok {
 		t.Error("no request sent at all passes the bar")
 	}
+	withApp := append(clean, phaseSummary{name: "bad canary", rolling: true, sent: 100, appErrors: map[string]int{"v6": 4}})
+	if text, ok := verdict(withApp); !ok || !strings.Contains(text, "0 failed of 400") || !strings.Contains(text, "4 answered 500 by the bad release") {
+		t.Errorf("app errors on the rolling path: verdict = %v %q, want them apart from 0 failed", ok, text)
+	}
+}
+
+// TestPrintAnalysis checks the figures a canary phase's report carries: each verdict's
+// canary and baseline requests, error rate and p99 with its reason, and what the bad
+// release answered.
+func TestPrintAnalysis(t *testing.T) {
+	zero := int32(0)
+	p := phaseSummary{
+		name: "canary v5→v6", sent: 2000, canary: "v6", outcome: "reverted to v5: app failure \"analysis\" at step 0",
+		byDef: map[string]int{"v5": 1800, "v6": 190}, appErrors: map[string]int{"v6": 10},
+		analysis: []model.AnalysisVerdict{{
+			Step: &zero, Window: "step-0/1", Verdict: model.VerdictFail,
+			Canary:   model.AnalysisSide{Requests: 81, ErrorRate: 0.0617, P99MS: 3.2},
+			Baseline: model.AnalysisSide{Requests: 722, ErrorRate: 0, P99MS: 41},
+			Reason:   "error rate 6.17 % is 12.3× the baseline's 0.00 %",
+		}},
+	}
+	var b strings.Builder
+	printAnalysis(&b, p)
+	out := b.String()
+	for _, want := range []string{"reverted to v5", "step-0/1", "fail", "81", "6.17%", "3.2ms", "722", "0.00%", "41ms",
+		"12.3× the baseline", "v6 answered 200 of the 2000 requests sent, 10 of them with its own 500 (5.00%)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the analysis report lacks %q:\n%s", want, out)
+		}
+	}
 }
 
 // TestRequestClassifiesAnswers drives request against a stand-in router: a 2xx counts for
-// the definition that answered, anything else and transport errors are failures.
+// the definition that answered, a 500 an instance answered (X-LRP-Definition set) is an app
+// error, anything else — the router's own 500 or 502 without the header, a 404 — and
+// transport errors are failures.
 func TestRequestClassifiesAnswers(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Host {
 		case "up.test":
 			w.Header().Set("X-LRP-Definition", "v2")
 			w.Write([]byte("{}"))
+		case "bad.test":
+			w.Header().Set("X-LRP-Definition", "v6")
+			http.Error(w, "demoapp: a bad release's error", http.StatusInternalServerError)
+		case "badgw.test":
+			http.Error(w, "502 Bad Gateway: connection refused", http.StatusBadGateway)
+		case "router500.test":
+			http.Error(w, "internal error", http.StatusInternalServerError)
 		default:
 			http.Error(w, "404 Not Found: no running instance serves \""+r.Host+"\"", http.StatusNotFound)
 		}
@@ -133,8 +200,17 @@ func TestRequestClassifiesAnswers(t *testing.T) {
 	if r := request(c, srv.URL, "up.test"); r.failure != "" || r.definition != "v2" {
 		t.Errorf("served request = %+v", r)
 	}
-	if r := request(c, srv.URL, "gone.test"); r.failure != `404 Not Found: no running instance serves "gone.test"` {
+	if r := request(c, srv.URL, "gone.test"); r.failure != `404 Not Found: no running instance serves "gone.test"` || r.appError {
 		t.Errorf("404 = %+v", r)
+	}
+	if r := request(c, srv.URL, "bad.test"); !r.appError || r.failure != "" || r.definition != "v6" {
+		t.Errorf("an instance's 500 = %+v, want an app error of v6", r)
+	}
+	if r := request(c, srv.URL, "badgw.test"); r.appError || r.failure != "502 Bad Gateway: connection refused" {
+		t.Errorf("the router's 502 = %+v, want a failure", r)
+	}
+	if r := request(c, srv.URL, "router500.test"); r.appError || r.failure != "500: internal error" {
+		t.Errorf("a 500 no instance answered = %+v, want a failure", r)
 	}
 	srv.Close()
 	if r := request(c, srv.URL, "up.test"); !strings.HasPrefix(r.failure, "transport: ") {
@@ -166,5 +242,38 @@ func TestAvailableTellsNoAnswerFromUnavailable(t *testing.T) {
 	}
 	if ok, err := available(ctx, bbsclient.New(up.URL, nil)); !ok || err != nil {
 		t.Errorf("up: available = %v, %v; want true, nil", ok, err)
+	}
+}
+
+// TestCanaryStrategyIsValid: the strategy both canaries walk with passes the API's checks, so
+// the demo fails on what the system does, not on a request it refuses.
+func TestCanaryStrategyIsValid(t *testing.T) {
+	s := canaryStrategy()
+	if err := s.Validate(); err != nil {
+		t.Fatalf("the demo's canary strategy: %v", err)
+	}
+	if err := s.Supported(); err != nil {
+		t.Fatalf("the demo's canary strategy: %v", err)
+	}
+	p := s.Analysis.Policy()
+	if p.MinRequests != canaryMinRequests || p.Interval != canaryInterval.Milliseconds() || p.OnInconclusive != model.InconclusiveFail {
+		t.Errorf("resolved analysis policy %+v", p)
+	}
+}
+
+func TestRelative(t *testing.T) {
+	t0 := time.Now()
+	for _, tc := range []struct {
+		at   time.Time
+		want string
+	}{
+		{time.Time{}, "never"},
+		{t0.Add(ms(37)), "+37ms"},
+		{t0.Add(-ms(117)), "-117ms"},
+		{t0, "+0s"},
+	} {
+		if got := relative(t0, tc.at); got != tc.want {
+			t.Errorf("relative(%v) = %q, want %q", tc.at.Sub(t0), got, tc.want)
+		}
 	}
 }

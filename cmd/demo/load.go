@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
@@ -13,15 +14,21 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/updatable-lrps/bbs/model"
 )
 
 // result is the outcome of one request through the router.
 type result struct {
 	latency time.Duration
-	// definition is the X-LRP-Definition header of a successful answer.
+	// definition is the X-LRP-Definition header of an instance's answer: the definition
+	// that answered.
 	definition string
-	// failure says why the request failed (a transport error or a non-2xx status); empty
-	// when it succeeded.
+	// appError says the instance answered 500: the app's own answer (a bad release's), which
+	// the router delivered, not a request the platform failed.
+	appError bool
+	// failure says why the request failed (a transport error, or a non-2xx status that is not
+	// an app error); empty when it was answered.
 	failure string
 }
 
@@ -35,12 +42,19 @@ type phaseStats struct {
 	failed     int
 	latencies  []time.Duration // of the successful requests
 	byDef      map[string]int
-	failures   map[string]int
+	// appErrors are the 500s instances answered, by definition: counted apart from failed.
+	appErrors map[string]int
+	failures  map[string]int
 	// firstFail and lastFail bound the window in which requests failed.
 	firstFail, lastFail time.Time
 	// retries the router made on another instance during the phase (from its /stats); -1
 	// when unknown.
 	retries int64
+	// analysis is what the phase's rollout judged of definition canary, and outcome how it
+	// ended, for a phase whose rollout had analysis steps.
+	canary   string
+	analysis []model.AnalysisVerdict
+	outcome  string
 }
 
 // recorder buckets results by phase. Phases follow one another: beginning one ends the
@@ -49,6 +63,9 @@ type recorder struct {
 	mu     sync.Mutex
 	phases []*phaseStats
 	cur    *phaseStats
+	// lastAnswer is when each definition last answered a request (whatever the phase): when
+	// a reverted release stopped getting traffic.
+	lastAnswer map[string]time.Time
 }
 
 // begin ends the current phase (if any) at now and starts a new one.
@@ -58,7 +75,8 @@ func (r *recorder) begin(name string, rolling bool, now time.Time) *phaseStats {
 	if r.cur != nil {
 		r.cur.end = now
 	}
-	r.cur = &phaseStats{name: name, rolling: rolling, start: now, byDef: map[string]int{}, failures: map[string]int{}, retries: -1}
+	r.cur = &phaseStats{name: name, rolling: rolling, start: now, byDef: map[string]int{}, appErrors: map[string]int{},
+		failures: map[string]int{}, retries: -1}
 	r.phases = append(r.phases, r.cur)
 	return r.cur
 }
@@ -96,6 +114,20 @@ func (r *recorder) setRetries(p *phaseStats, n int64) {
 	p.retries = n
 }
 
+// setAnalysis records the verdicts of phase p's rollout to canary and how it ended.
+func (r *recorder) setAnalysis(p *phaseStats, canary string, verdicts []model.AnalysisVerdict, outcome string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p.canary, p.analysis, p.outcome = canary, slices.Clone(verdicts), outcome
+}
+
+// lastAnswered is when definition def last answered a request (zero: never).
+func (r *recorder) lastAnswered(def string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastAnswer[def]
+}
+
 // sending counts a request sent now and returns the phase it belongs to (nil between phases).
 func (r *recorder) sending() *phaseStats {
 	r.mu.Lock()
@@ -122,6 +154,16 @@ func (r *recorder) record(p *phaseStats, res result, at time.Time) {
 		}
 		return
 	}
+	if r.lastAnswer == nil {
+		r.lastAnswer = map[string]time.Time{}
+	}
+	if at.After(r.lastAnswer[res.definition]) {
+		r.lastAnswer[res.definition] = at
+	}
+	if res.appError {
+		p.appErrors[res.definition]++
+		return
+	}
 	p.latencies = append(p.latencies, res.latency)
 	p.byDef[res.definition]++
 }
@@ -146,10 +188,14 @@ type phaseSummary struct {
 	failed      int
 	p50, p99    time.Duration
 	byDef       map[string]int
+	appErrors   map[string]int
 	topFailures []countedReason
 	// failWindow is the time from the first failure to the last one.
 	failWindow time.Duration
 	retries    int64
+	canary     string
+	analysis   []model.AnalysisVerdict
+	outcome    string
 }
 
 type countedReason struct {
@@ -163,13 +209,11 @@ func (p *phaseStats) summary() phaseSummary {
 	s := phaseSummary{
 		name: p.name, rolling: p.rolling, sent: p.sent, failed: p.failed,
 		p50: percentile(lat, 50), p99: percentile(lat, 99),
-		byDef: make(map[string]int, len(p.byDef)), retries: p.retries,
+		byDef: maps.Clone(p.byDef), appErrors: maps.Clone(p.appErrors), retries: p.retries,
+		canary: p.canary, analysis: slices.Clone(p.analysis), outcome: p.outcome,
 	}
 	if !p.end.IsZero() {
 		s.duration = p.end.Sub(p.start)
-	}
-	for d, n := range p.byDef {
-		s.byDef[d] = n
 	}
 	for reason, n := range p.failures {
 		s.topFailures = append(s.topFailures, countedReason{reason, n})
@@ -265,13 +309,15 @@ func request(client *http.Client, routerURL, host string) result {
 	}
 	body, _ := io.ReadAll(io.LimitReader(res.Body, 4<<10))
 	res.Body.Close()
-	r := result{latency: time.Since(start)}
-	if res.StatusCode < 200 || res.StatusCode > 299 {
-		r.failure = statusReason(res.StatusCode, string(body))
-		return r
-	}
-	r.definition = res.Header.Get("X-LRP-Definition")
-	if r.definition == "" {
+	r := result{latency: time.Since(start), definition: res.Header.Get("X-LRP-Definition")}
+	switch {
+	case res.StatusCode == http.StatusInternalServerError && r.definition != "":
+		// The router sets X-LRP-Definition only on what an instance answered: this 500 is
+		// the app's own, not the platform's.
+		r.appError = true
+	case res.StatusCode < 200 || res.StatusCode > 299:
+		return result{latency: r.latency, failure: statusReason(res.StatusCode, string(body))}
+	case r.definition == "":
 		r.definition = "(none)"
 	}
 	return r

@@ -1,10 +1,13 @@
 // Command demo shows a rolling update against what stock BBS makes users do. Against the
 // system `make run` starts (or one it starts itself), it deploys cmd/demoapp with 4
 // instances and a route, drives steady load through the router by Host header, rolls the app
-// to a new definition, cancels a second update halfway, rolls back, and then changes the
-// definition the stock way (remove the LRP, desire it again). It prints, per phase, the
-// requests sent and failed, p50/p99 latency and which definition answered, and exits non-zero
-// if a single request failed on the rolling path. `make demo` runs it.
+// to a new definition, cancels a second update halfway, rolls back, lets a crash-looping
+// update revert by itself, and changes the definition the stock way (remove the LRP, desire
+// it again); then it walks two traffic-weighted canaries with analysis: a good release
+// promoted, and one answering 5 % of its requests with 500 judged fail and reverted. It
+// prints, per phase, the requests sent and failed (apart from the 500s an app answered),
+// p50/p99 latency, which definition answered, and the canary verdicts, and exits non-zero if
+// a single request failed on the rolling path. `make demo` runs it.
 package main
 
 import (
@@ -189,6 +192,8 @@ func (d *demo) run(ctx context.Context, load loadConfig) error {
 		func(ctx context.Context) error { return d.rollback(ctx, "v1") },
 		func(ctx context.Context) error { return d.crashingUpdate(ctx, "v1", "v4") },
 		func(ctx context.Context) error { return d.deleteAndDesire(ctx, "v2") },
+		func(ctx context.Context) error { return d.goodCanary(ctx, "v2", "v5") },
+		func(ctx context.Context) error { return d.badCanary(ctx, "v5", "v6") },
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {

@@ -29,6 +29,7 @@ func (b banner) render() string {
 	return fmt.Sprintf(`
 BBS dev stack is up:
   API           %s        try: curl -s -XPOST %s/v1/ping
+  Rollouts page %s/ui/  (live rollouts, the traffic split, canary analysis, reverts)
   BBS protocol  %s
   BBS protocol  %s
   Temporal UI   http://localhost:%d
@@ -42,7 +43,7 @@ BBS dev stack is up:
   Supervision   %s
 Ctrl-C stops everything; the next 'make run' resumes with the data kept.
 
-`, b.api, b.api, b.protocol, b.protocolTLS, b.temporalUIPort, b.temporal, b.temporalDB,
+`, b.api, b.api, b.api, b.protocol, b.protocolTLS, b.temporalUIPort, b.temporal, b.temporalDB,
 		b.temporalLog, b.worker, b.router, b.routerAdmin, b.ssh, b.tps, b.postgres, b.postgresNote, cellLines, b.api, b.supervision)
 }
 

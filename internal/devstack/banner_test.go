@@ -25,6 +25,7 @@ func TestBannerRender(t *testing.T) {
 	want := `
 BBS dev stack is up:
   API           http://127.0.0.1:8889        try: curl -s -XPOST http://127.0.0.1:8889/v1/ping
+  Rollouts page http://127.0.0.1:8889/ui/  (live rollouts, the traffic split, canary analysis, reverts)
   BBS protocol  http://127.0.0.1:8890  (protobuf, for Diego and Cloud Foundry clients: cfdot, Cloud Controller, ...)
   BBS protocol  https://127.0.0.1:8891  (mutual TLS; certificates in .data/certs)
                 cfdot: export BBS_URL=https://127.0.0.1:8891 CA_CERT_FILE=.data/certs/ca.crt CLIENT_CERT_FILE=.data/certs/client.crt CLIENT_KEY_FILE=.data/certs/client.key

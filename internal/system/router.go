@@ -56,7 +56,8 @@ func StartRouter(ctx context.Context, cfg RouterConfig) (*Router, error) {
 		id = defaultRouterID(cfg.Listen)
 	}
 	reporter := router.NewReporter(cfg.BBS, table, proxy.Telemetry, id, log.Named("router-reporter"))
-	emitter := &router.Emitter{BBS: cfg.BBS, Table: table, Log: log.Named("route-emitter"), Applied: reporter.Poke}
+	emitter := &router.Emitter{BBS: cfg.BBS, Table: table, Log: log.Named("route-emitter"), Applied: reporter.Poke,
+		Removed: proxy.Telemetry.Forget}
 	ctx, cancel := context.WithCancel(ctx)
 	rr := &Router{cancel: cancel, emitter: make(chan struct{}), table: table}
 	go func() {
