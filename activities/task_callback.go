@@ -1,14 +1,11 @@
 package activities
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"time"
 
+	"github.com/updatable-lrps/bbs/callbacks"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
 	"go.temporal.io/sdk/activity"
@@ -18,14 +15,15 @@ import (
 
 // TaskCallbackStore is what delivering a completion callback needs of the store.
 type TaskCallbackStore interface {
-	TaskByGUID(ctx context.Context, guid string) (*model.Task, error)
+	CallbackForWorkflow(ctx context.Context, guid string) (*model.Task, error)
 	ResolvingTask(ctx context.Context, guid string) (*db.TaskChange, error)
 	DeleteTask(ctx context.Context, guid string) (*model.Task, error)
 }
 
-// TaskCallbacks are the activities of a task's completion callback (BBS's task completion
-// work pool, made durable): claim the result, POST it, delete the task. Each is idempotent,
-// so that a worker dying anywhere and the activity running again changes nothing.
+// TaskCallbacks are the activities of a task's completion callback once the worker's
+// delivery pool has handed it over (package callbacks): claim the result, POST it, delete
+// the task. Each is idempotent, so that a worker dying anywhere and the activity running
+// again changes nothing.
 type TaskCallbacks struct {
 	Store TaskCallbackStore
 	// HTTP sends the callbacks; nil means a client with CallbackTimeout.
@@ -34,7 +32,7 @@ type TaskCallbacks struct {
 }
 
 // CallbackTimeout bounds one callback request (BBS's default is 1 minute).
-const CallbackTimeout = time.Minute
+const CallbackTimeout = callbacks.Timeout
 
 // CallbackHeartbeat is how often a callback attempt heartbeats while it waits for the
 // receiver; the workflow's heartbeat timeout is a few times longer.
@@ -70,39 +68,18 @@ type TaskCallback struct {
 	Body model.TaskCallbackResponse `json:"body"`
 }
 
-// ResolveTask claims a completed task for its callback (COMPLETED → RESOLVING) and returns
-// what to send. A task already RESOLVING (an earlier attempt, or the delivery started again
-// by convergence) is delivered as it is; nil means there is nothing to deliver: the task is
-// gone, or has no callback.
+// ResolveTask claims a completed task's callback for the workflow (COMPLETED → RESOLVING,
+// and the pools leave it alone from then on) and returns what to send. A task already
+// RESOLVING that was handed over (an earlier attempt, or the delivery started again by
+// convergence) is delivered as it is; nil means there is nothing for the workflow to
+// deliver: the task is gone, has no callback, or a delivery pool holds it.
 func (a *TaskCallbacks) ResolveTask(ctx context.Context, guid string) (*TaskCallback, error) {
-	t, err := a.Store.TaskByGUID(ctx, guid)
-	if model.IsType(err, model.ErrResourceNotFound) {
-		return nil, nil
+	t, err := a.Store.CallbackForWorkflow(ctx, guid)
+	if model.IsType(err, model.ErrInvalidStateTransition) {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), string(model.ErrInvalidStateTransition), nil)
 	}
-	if err != nil {
+	if err != nil || t == nil {
 		return nil, err
-	}
-	switch t.State {
-	case model.TaskCompleted:
-		ch, err := a.Store.ResolvingTask(ctx, guid)
-		switch {
-		case model.IsType(err, model.ErrResourceNotFound):
-			return nil, nil
-		case model.IsType(err, model.ErrInvalidStateTransition):
-			// Resolved by another attempt meanwhile: read it again.
-			return a.ResolveTask(ctx, guid)
-		case err != nil:
-			return nil, err
-		}
-		t = &ch.After
-	case model.TaskResolving:
-	default:
-		return nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("task %s is %s: only a completed task has a result to deliver", guid, t.State),
-			string(model.ErrInvalidStateTransition), nil)
-	}
-	if t.CompletionCallbackURL == "" {
-		return nil, nil
 	}
 	return &TaskCallback{URL: t.CompletionCallbackURL, Body: t.CallbackResponse()}, nil
 }
@@ -112,15 +89,6 @@ func (a *TaskCallbacks) ResolveTask(ctx context.Context, guid string) (*TaskCall
 // as it does in BBS: a 2xx is a success, and anything else a refusal no retry would change,
 // which is logged.
 func (a *TaskCallbacks) PostTaskCallback(ctx context.Context, cb TaskCallback) (int, error) {
-	body, err := json.Marshal(cb.Body)
-	if err != nil {
-		return 0, temporal.NewNonRetryableApplicationError("encode callback", "Encode", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cb.URL, bytes.NewReader(body))
-	if err != nil {
-		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("callback URL %q: %v", cb.URL, err), string(model.ErrInvalidRequest), nil)
-	}
-	req.Header.Set("Content-Type", "application/json")
 	client := a.HTTP
 	if client == nil {
 		client = &http.Client{Timeout: CallbackTimeout}
@@ -129,21 +97,18 @@ func (a *TaskCallbacks) PostTaskCallback(ctx context.Context, cb TaskCallback) (
 	// hand the attempt to another worker soon after this one dies, rather than after the
 	// whole timeout.
 	stopBeats := heartbeatEvery(ctx, CallbackHeartbeat)
-	resp, err := client.Do(req)
+	ans := callbacks.Post(ctx, client, cb.URL, cb.Body)
 	stopBeats()
-	if err != nil {
-		return 0, temporal.NewApplicationErrorWithCause("callback request failed", ErrCallbackRetry, err)
-	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
 	switch {
-	case resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusGatewayTimeout:
-		return resp.StatusCode, temporal.NewApplicationError(fmt.Sprintf("callback receiver answered %d", resp.StatusCode), ErrCallbackRetry)
-	case resp.StatusCode < 200 || resp.StatusCode > 299:
+	case ans.Retry:
+		return ans.Status, temporal.NewApplicationErrorWithCause(ans.Err.Error(), ErrCallbackRetry, ans.Err)
+	case ans.Status == 0 && ans.Err != nil:
+		return 0, temporal.NewNonRetryableApplicationError(ans.Err.Error(), string(model.ErrInvalidRequest), nil)
+	case ans.Err != nil:
 		a.log().Warn("callback receiver refused the task's result; the task is resolved anyway",
-			zap.String("task_guid", cb.Body.TaskGUID), zap.Int("status", resp.StatusCode))
+			zap.String("task_guid", cb.Body.TaskGUID), zap.Int("status", ans.Status))
 	}
-	return resp.StatusCode, nil
+	return ans.Status, nil
 }
 
 // DeleteResolvedTask deletes the task once its callback was answered. A task that

@@ -58,7 +58,7 @@ func deps(store *db.Store, stopper lrps.Stopper, rollouts lrps.Rollouts, log *za
 	return api.Deps{
 		Store: store,
 		LRPs:  lrps.NewService(store, stopper, rollouts, log),
-		Tasks: tasks.NewService(store, nil, nil, model.DefaultMaxTaskRetries, log),
+		Tasks: tasks.NewService(store, nil, model.DefaultMaxTaskRetries, log),
 		Log:   log,
 	}
 }

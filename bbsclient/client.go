@@ -305,7 +305,18 @@ func (c *Client) Events(ctx context.Context) (<-chan model.Event, error) {
 // stream's Last-Event-ID: a server that keeps its event log replays the events since, so
 // that a subscriber whose stream broke misses none.
 func (c *Client) EventsAfter(ctx context.Context, last int64) (<-chan model.Event, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/events/lrp_instances", nil)
+	return c.stream(ctx, "/v1/events/lrp_instances", last)
+}
+
+// TaskEvents streams the task events (GET /v1/events/tasks) from now on, until ctx ends or
+// the stream breaks; the channel then closes.
+func (c *Client) TaskEvents(ctx context.Context) (<-chan model.Event, error) {
+	return c.stream(ctx, "/v1/events/tasks", 0)
+}
+
+// stream reads the Server-Sent Events of path, resumed after the event with id last.
+func (c *Client) stream(ctx context.Context, path string, last int64) (<-chan model.Event, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
 		return nil, err
 	}

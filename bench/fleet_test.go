@@ -82,7 +82,7 @@ END $$`); err != nil {
 	// Temporal.
 	log := zap.NewNop()
 	lrpService := lrps.NewService(store, nil, nil, log)
-	taskService := tasks.NewService(store, nil, nil, model.DefaultMaxTaskRetries, log)
+	taskService := tasks.NewService(store, nil, model.DefaultMaxTaskRetries, log)
 	bbs := protocol.NewServer(protocol.Deps{Store: store, LRPs: lrpService, Tasks: taskService, Log: log})
 	bbs.MarkReady()
 	jsonAPI := api.NewServer(api.Deps{Store: store, LRPs: lrpService, Tasks: taskService, Log: log})

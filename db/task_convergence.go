@@ -11,8 +11,8 @@ import (
 
 // TaskConvergeOptions are BBS's task convergence settings; zero values take BBS's defaults.
 type TaskConvergeOptions struct {
-	// KickDuration is how long a COMPLETED or RESOLVING task with a callback waits before its
-	// delivery is started again; default 30 s.
+	// KickDuration is how long a task whose callback was handed over to Temporal may stay
+	// unchanged before its workflow is started again (a running one is found); default 30 s.
 	KickDuration time.Duration
 	// ExpirePending is how long a task may stay PENDING before it fails; default 30 min.
 	ExpirePending time.Duration
@@ -42,8 +42,9 @@ func (o TaskConvergeOptions) withDefaults() TaskConvergeOptions {
 }
 
 // TaskConvergeResult says what a task convergence pass did. ToDeliver are the tasks whose
-// completion callback must be (re)started: those the pass completed and those whose
-// delivery has waited longer than the kick duration.
+// callback was handed over to Temporal and whose workflow must be (re)started: those
+// unchanged for longer than the kick duration. (The tasks the pass completed need nothing
+// more: the delivery pools claim them, as every completed task with a callback.)
 type TaskConvergeResult struct {
 	ExpiredPending  int
 	CellDisappeared int
@@ -54,7 +55,7 @@ type TaskConvergeResult struct {
 // ConvergeTasks runs one pass of BBS's task convergence: PENDING tasks past ExpirePending
 // fail ("not started within time limit"), RUNNING tasks whose cell has no presence fail
 // ("cell disappeared before completion"), COMPLETED or RESOLVING tasks past ExpireCompleted
-// are deleted, and tasks with a callback that are completed or resolving and have not
+// are deleted, and tasks whose callback was handed over to Temporal and that have not
 // changed for KickDuration are listed for delivery. Each step is one transaction and may be
 // repeated.
 func (s *Store) ConvergeTasks(ctx context.Context, opts TaskConvergeOptions) (*TaskConvergeResult, error) {
@@ -82,18 +83,12 @@ func (s *Store) ConvergeTasks(ctx context.Context, opts TaskConvergeOptions) (*T
 
 	var rows []taskRow
 	if err := s.db.SelectContext(ctx, &rows, `SELECT `+taskColumns+` FROM tasks
-WHERE state IN ('COMPLETED', 'RESOLVING') AND callback_url <> '' AND updated_at < $1
+WHERE state IN ('COMPLETED', 'RESOLVING') AND callback_url <> '' AND callback_handed_over AND updated_at < $1
 ORDER BY updated_at`, now-opts.KickDuration.Nanoseconds()); err != nil {
 		return nil, mapError(err)
 	}
-	kicked, err := taskModels(rows)
-	if err != nil {
+	if res.ToDeliver, err = taskModels(rows); err != nil {
 		return nil, err
-	}
-	for _, t := range append(append(expired, lost...), kicked...) {
-		if t.CompletionCallbackURL != "" {
-			res.ToDeliver = append(res.ToDeliver, t)
-		}
 	}
 	return res, nil
 }

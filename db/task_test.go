@@ -167,26 +167,29 @@ func TestConvergeTasks(t *testing.T) {
 	if err := s.UpsertCell(ctx, model.CellPresence{CellID: "alive", RepAddress: "http://127.0.0.1:1"}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	for _, g := range []string{"old-pending", "young-pending", "on-alive", "on-gone", "completed", "old-completed", "no-callback"} {
+	for _, g := range []string{"old-pending", "young-pending", "on-alive", "on-gone", "completed", "old-completed", "no-callback", "handed-over"} {
 		task := newTask(g)
 		if g == "no-callback" {
 			task.CompletionCallbackURL = ""
 		}
 		desireTask(t, s, task)
 	}
-	for g, cell := range map[string]string{"on-alive": "alive", "on-gone": "gone", "completed": "alive", "old-completed": "alive", "no-callback": "alive"} {
+	for g, cell := range map[string]string{"on-alive": "alive", "on-gone": "gone", "completed": "alive", "old-completed": "alive", "no-callback": "alive", "handed-over": "alive"} {
 		if _, _, err := s.StartTask(ctx, g, cell); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, g := range []string{"completed", "old-completed", "no-callback"} {
+	for _, g := range []string{"completed", "old-completed", "no-callback", "handed-over"} {
 		if _, err := s.CompleteTask(ctx, g, "alive", false, "", "ok"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	exec(t, s, `UPDATE tasks SET created_at = created_at - 3600e9 WHERE task_guid = 'old-pending'`)
 	exec(t, s, `UPDATE tasks SET first_completed_at = first_completed_at - 180e9 WHERE task_guid = 'old-completed'`)
-	exec(t, s, `UPDATE tasks SET updated_at = updated_at - 60e9 WHERE task_guid IN ('completed', 'no-callback')`)
+	if got, err := s.CallbackForWorkflow(ctx, "handed-over"); err != nil || got == nil || got.State != model.TaskResolving {
+		t.Fatalf("hand over = %+v, %v", got, err)
+	}
+	exec(t, s, `UPDATE tasks SET updated_at = updated_at - 60e9 WHERE task_guid IN ('completed', 'no-callback', 'handed-over')`)
 
 	res, err := s.ConvergeTasks(ctx, db.TaskConvergeOptions{})
 	if err != nil {
@@ -199,7 +202,8 @@ func TestConvergeTasks(t *testing.T) {
 	for _, d := range res.ToDeliver {
 		deliver = append(deliver, d.TaskGUID)
 	}
-	if strings.Join(deliver, ",") != "old-pending,on-gone,completed" {
+	// Only the callback handed over to Temporal is kicked: the pools claim the others.
+	if strings.Join(deliver, ",") != "handed-over" {
 		t.Fatalf("to deliver = %v", deliver)
 	}
 	for g, reason := range map[string]string{"old-pending": model.TaskNotStartedReason, "on-gone": model.TaskCellDisappearedReason} {

@@ -22,6 +22,10 @@ type ccStandIn struct {
 	callbacks map[string][]callback
 	// unavailable answers 503 while true, as a Cloud Controller that is restarting.
 	unavailable bool
+	// hold, while set, keeps each request waiting until it is closed, counted in held and
+	// not in callbacks: its answer is for a worker that is killed meanwhile.
+	hold chan struct{}
+	held map[string]int
 }
 
 type callback struct {
@@ -33,7 +37,7 @@ type callback struct {
 }
 
 func newCCStandIn(t *testing.T, d *devStack) *ccStandIn {
-	cc := &ccStandIn{callbacks: map[string][]callback{}}
+	cc := &ccStandIn{callbacks: map[string][]callback{}, held: map[string]int{}}
 	cc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var cb callback
@@ -41,6 +45,12 @@ func newCCStandIn(t *testing.T, d *devStack) *ccStandIn {
 			t.Errorf("callback %s: %v", body, err)
 		}
 		cc.mu.Lock()
+		if hold := cc.hold; hold != nil {
+			cc.held[cb.TaskGUID]++
+			cc.mu.Unlock()
+			<-hold
+			return
+		}
 		if cc.unavailable {
 			cc.mu.Unlock()
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -72,6 +82,25 @@ func (cc *ccStandIn) got(guid string) []callback {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	return append([]callback(nil), cc.callbacks[guid]...)
+}
+
+// holdRequests keeps the requests waiting until the returned release.
+func (cc *ccStandIn) holdRequests() (release func()) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	cc.hold = make(chan struct{})
+	return func() {
+		cc.mu.Lock()
+		defer cc.mu.Unlock()
+		close(cc.hold)
+		cc.hold = nil
+	}
+}
+
+func (cc *ccStandIn) heldCount() int {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return len(cc.held)
 }
 
 func (cc *ccStandIn) setUnavailable(v bool) {
@@ -183,5 +212,52 @@ func TestCallbacksSurviveTheWorkerKilled(t *testing.T) {
 		if got := cc.got(fmt.Sprintf("t-%d", i)); len(got) != 1 {
 			t.Fatalf("t-%d delivered %d times", i, len(got))
 		}
+	}
+}
+
+// TestCallbacksInFlightSurviveTheWorkerKilled kills the worker (SIGKILL) while its callbacks
+// are posted and not answered yet, and starts another: once the killed worker's claims have
+// expired, every callback is delivered again and answered exactly once.
+func TestCallbacksInFlightSurviveTheWorkerKilled(t *testing.T) {
+	d := startDev(t, "--no-worker")
+	env := []string{"DATABASE_URL=" + d.databaseURL(), fmt.Sprintf("TEMPORAL_ADDRESS=127.0.0.1:%d", d.temporalPort),
+		"BBS_TASK_CALLBACK_LEASE=2s"}
+	w := start(t, env, "worker")
+	cc := newCCStandIn(t, d)
+	release := cc.holdRequests()
+	const n = 5
+	for i := range n {
+		d.api.mustPost("/v1/tasks/desire", obj{"task": obj{"task_guid": fmt.Sprintf("t-%d", i), "domain": "cf-tasks",
+			"rootfs": "preloaded:cflinuxfs4", "memory_mb": 16, "disk_mb": 16,
+			"action":                  obj{"run": obj{"path": "/bin/true"}},
+			"completion_callback_url": fmt.Sprintf("%s/internal/v4/tasks/t-%d/completed", cc.URL, i)}}, nil)
+	}
+	d.waitFor(t, "every callback posted, none answered", 30*time.Second, func() bool { return cc.heldCount() == n })
+	if err := w.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-w.done
+	release()
+	start(t, env, "worker")
+	d.waitFor(t, "every callback after the restart", 60*time.Second, func() bool {
+		for i := range n {
+			if len(cc.got(fmt.Sprintf("t-%d", i))) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(2 * time.Second) // a duplicate would arrive now
+	for i := range n {
+		if got := cc.got(fmt.Sprintf("t-%d", i)); len(got) != 1 {
+			t.Fatalf("t-%d answered %d times", i, len(got))
+		}
+	}
+	var resp struct {
+		Tasks []any `json:"tasks"`
+	}
+	d.api.mustPost("/v1/tasks/list", obj{}, &resp)
+	if len(resp.Tasks) != 0 {
+		t.Fatalf("tasks left after their callbacks: %v", resp.Tasks)
 	}
 }

@@ -523,7 +523,7 @@ func FuzzRequests(f *testing.F) {
 		rt := fuzzRoutes[int(which)%len(fuzzRoutes)]
 		store := &recordingStore{}
 		d := deps(store, countingStopper{store}, &recorders.Rollouts{}, zap.NewNop())
-		d.Events, d.Tasks = endedEvents{}, tasks.NewService(store, nil, nil, model.DefaultMaxTaskRetries, zap.NewNop())
+		d.Events, d.Tasks = endedEvents{}, tasks.NewService(store, nil, model.DefaultMaxTaskRetries, zap.NewNop())
 		s := protocol.NewServer(d)
 		s.MarkReady()
 		method, path := http.MethodPost, rt.path

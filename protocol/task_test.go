@@ -16,18 +16,17 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// taskHooks stands in for the cells and the callback workflows of the task service: it
-// records the cells told to stop a task, and the callbacks started.
+// taskHooks stands in for the cells of the task service: it records the cells told to stop
+// a task.
 type taskHooks struct {
-	svc       *tasks.Service
-	mu        sync.Mutex
-	cancels   []string // "cell/guid"
-	callbacks []string
+	svc     *tasks.Service
+	mu      sync.Mutex
+	cancels []string // "cell/guid"
 }
 
 // service is the task service the test server and the JSON API would share, over store.
 func (h *taskHooks) service(store *db.Store, log *zap.Logger) *tasks.Service {
-	h.svc = tasks.NewService(store, h, h, model.DefaultMaxTaskRetries, log)
+	h.svc = tasks.NewService(store, h, model.DefaultMaxTaskRetries, log)
 	return h.svc
 }
 
@@ -38,17 +37,10 @@ func (h *taskHooks) CancelTask(_ context.Context, cellID, guid string) error {
 	return nil
 }
 
-func (h *taskHooks) DeliverCallback(_ context.Context, guid string) error {
+func (h *taskHooks) recorded() (cancels []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.callbacks = append(h.callbacks, guid)
-	return nil
-}
-
-func (h *taskHooks) recorded() (cancels, callbacks []string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.cancels), slices.Clone(h.callbacks)
+	return slices.Clone(h.cancels)
 }
 
 // stagingGUID is a Cloud Controller staging guid (a build's).
@@ -345,9 +337,6 @@ func TestTaskLifecycle(t *testing.T) {
 	if done.GetState() != pb.Task_Completed || done.GetResult() != `{"ok":true}` || done.GetFailed() || done.GetCellId() != "" || done.GetFirstCompletedAt() == 0 {
 		t.Errorf("completed task = %v", done)
 	}
-	if _, callbacks := s.tasks.recorded(); !slices.Equal(callbacks, []string{stagingGUID}) {
-		t.Errorf("callbacks started = %v, want the staging task's", callbacks)
-	}
 	if err := s.taskCall("/v1/tasks/resolving", &pb.TaskGuidRequest{TaskGuid: stagingGUID}); err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +366,7 @@ func TestTaskLifecycle(t *testing.T) {
 	if got := s.getTask("r3", "other"); got.GetState() != pb.Task_Completed || !got.GetFailed() || got.GetFailureReason() != "task was cancelled" {
 		t.Errorf("cancelled task = %v", got)
 	}
-	if cancels, _ := s.tasks.recorded(); !slices.Equal(cancels, []string{"cell-2/other"}) {
+	if cancels := s.tasks.recorded(); !slices.Equal(cancels, []string{"cell-2/other"}) {
 		t.Errorf("cells told to stop = %v, want cell-2/other", cancels)
 	}
 

@@ -3,16 +3,15 @@
 // and the BBS protocol (package protocol) validate and translate their requests, then call a
 // Service, so that a task desired through one is the task read through the other.
 //
-// Each change is one store transaction, after which the Service starts what follows from
-// it: the completion callback's delivery when a task with a callback completes, and a stop
-// to the cell of a task that was cancelled while it ran. Neither is lost if this process
-// dies right after the commit: convergence starts every callback still waiting, and a cell
-// stops, on its own reconciliation, a task the BBS no longer wants it to run.
+// Each change is one store transaction. A task with a callback that completes is delivered
+// by the worker's delivery pools (package callbacks), which the commit itself wakes: nothing
+// is left to do here that this process could lose by dying. A task cancelled while it ran is
+// stopped on its cell after the commit; if this process dies first, the cell stops it on its
+// own reconciliation, as the BBS no longer wants it there.
 package tasks
 
 import (
 	"context"
-	"time"
 
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
@@ -38,30 +37,21 @@ type Cells interface {
 	CancelTask(ctx context.Context, cellID, guid string) error
 }
 
-// Callbacks starts the delivery of a task's completion callback, or finds the one under way
-// (*workflows.TaskCallbackClient).
-type Callbacks interface {
-	DeliverCallback(ctx context.Context, guid string) error
-}
-
-// Service makes the task changes over a store, tells cells to stop cancelled tasks and
-// starts completion callbacks. A process builds one and hands it to both APIs, so that a
-// task desired through one is the task the other reads and changes.
+// Service makes the task changes over a store and tells cells to stop cancelled tasks. A
+// process builds one and hands it to both APIs, so that a task desired through one is the
+// task the other reads and changes.
 type Service struct {
 	store      Store
 	cells      Cells
-	callbacks  Callbacks
 	maxRetries int
 	log        *zap.Logger
 }
 
 // NewService builds a Service. cells may be nil while no cell runs tasks (a cancelled task's
-// container is then left to its cell's own reconciliation); callbacks may be nil when the
-// process has no Temporal (completion callbacks then wait for convergence, which runs in the
-// worker). maxRetries is how often a task may be rejected before it fails (BBS's
-// max_task_retries).
-func NewService(store Store, cells Cells, callbacks Callbacks, maxRetries int, log *zap.Logger) *Service {
-	return &Service{store: store, cells: cells, callbacks: callbacks, maxRetries: maxRetries, log: log.Named("tasks")}
+// container is then left to its cell's own reconciliation). maxRetries is how often a task
+// may be rejected before it fails (BBS's max_task_retries).
+func NewService(store Store, cells Cells, maxRetries int, log *zap.Logger) *Service {
+	return &Service{store: store, cells: cells, maxRetries: maxRetries, log: log.Named("tasks")}
 }
 
 // Desire validates and stores a new task.
@@ -95,7 +85,7 @@ func (s *Service) Start(ctx context.Context, guid, cellID string) (bool, error) 
 	return start, err
 }
 
-// Complete records how the task ended on a cell and starts its callback.
+// Complete records how the task ended on a cell (its callback, if any, is the pools' now).
 func (s *Service) Complete(ctx context.Context, guid, cellID string, failed bool, reason, result string) (*model.Task, error) {
 	if err := model.ValidateGUID("task_guid", guid); err != nil {
 		return nil, err
@@ -107,7 +97,7 @@ func (s *Service) Complete(ctx context.Context, guid, cellID string, failed bool
 	if err != nil {
 		return nil, err
 	}
-	return s.completed(ctx, ch), nil
+	return &ch.After, nil
 }
 
 // Fail completes a PENDING or RUNNING task as failed (BBS's deprecated FailTask).
@@ -119,7 +109,7 @@ func (s *Service) Fail(ctx context.Context, guid, reason string) (*model.Task, e
 	if err != nil {
 		return nil, err
 	}
-	return s.completed(ctx, ch), nil
+	return &ch.After, nil
 }
 
 // Reject records that a cell refused the task: it waits for another, or fails once
@@ -132,11 +122,10 @@ func (s *Service) Reject(ctx context.Context, guid, reason string) (*model.Task,
 	if err != nil {
 		return nil, err
 	}
-	return s.completed(ctx, ch), nil
+	return &ch.After, nil
 }
 
-// Cancel fails the task as cancelled, tells its cell to stop it when it ran, and starts its
-// callback.
+// Cancel fails the task as cancelled and tells its cell to stop it when it ran.
 func (s *Service) Cancel(ctx context.Context, guid string) (*model.Task, error) {
 	if err := model.ValidateGUID("task_guid", guid); err != nil {
 		return nil, err
@@ -151,7 +140,7 @@ func (s *Service) Cancel(ctx context.Context, guid string) (*model.Task, error) 
 			s.log.Warn("tell cell to stop cancelled task", zap.String("task_guid", guid), zap.String("cell_id", cell), zap.Error(err))
 		}
 	}
-	return s.completed(ctx, ch), nil
+	return &ch.After, nil
 }
 
 // Resolving claims a completed task's result for the caller.
@@ -172,27 +161,4 @@ func (s *Service) Delete(ctx context.Context, guid string) (*model.Task, error) 
 		return nil, err
 	}
 	return s.store.DeleteTask(ctx, guid)
-}
-
-// completed returns the changed task and, when the change completed a task with a
-// callback, starts the callback's delivery, even if the caller has gone meanwhile. A
-// delivery that cannot be started is logged: convergence starts it later.
-func (s *Service) completed(ctx context.Context, ch *db.TaskChange) *model.Task {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	s.deliver(ctx, ch)
-	return &ch.After
-}
-
-// deliver starts the callback of a task the change completed, when it has one.
-func (s *Service) deliver(ctx context.Context, ch *db.TaskChange) {
-	t := &ch.After
-	if t.State != model.TaskCompleted || ch.Before.State == model.TaskCompleted || t.CompletionCallbackURL == "" {
-		return
-	}
-	if s.callbacks == nil {
-		s.log.Info("no Temporal: the task's callback waits for convergence", zap.String("task_guid", t.TaskGUID))
-	} else if err := s.callbacks.DeliverCallback(ctx, t.TaskGUID); err != nil {
-		s.log.Warn("start task callback; convergence starts it later", zap.String("task_guid", t.TaskGUID), zap.Error(err))
-	}
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/updatable-lrps/bbs/model"
 	bbsworker "github.com/updatable-lrps/bbs/worker"
 	"github.com/updatable-lrps/bbs/workflows"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap/zaptest"
 )
@@ -27,14 +29,16 @@ const taskCallbackHistories = "testdata/task_callback"
 
 // Callbacks on a real dev server and a real store. The receiver answers 503 to the first
 // calls of each task: twice for "quick" (the local retries take it), five times for
-// "patient" (the POST moves to an activity with backoff). Each task is deleted once its
+// "patient" (the POST moves to an activity with backoff), both started as before the
+// delivery pools (no hand-over); twice for "handed-over", which a pool handed over after its
+// own attempts (straight to the activity with backoff). Each task is deleted once its
 // callback is taken, and a second delivery of the same task finds nothing to do.
 func TestTaskCallbackOnDevServer(t *testing.T) {
 	c := temporaltest.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	store := dbtest.NewStore(t)
-	refuse := map[string]int{"quick": 2, "patient": 5}
+	refuse := map[string]int{"quick": 2, "patient": 5, "handed-over": 2}
 	var mu sync.Mutex
 	calls, accepted := map[string]int{}, map[string]int{}
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -58,7 +62,16 @@ func TestTaskCallbackOnDevServer(t *testing.T) {
 	defer w.Stop()
 	cb := &workflows.TaskCallbackClient{Client: c, TaskQueue: queue}
 	deliver := func(guid, history string) workflows.TaskCallbackOutput {
-		if err := cb.DeliverCallback(ctx, guid); err != nil {
+		var err error
+		if guid == "handed-over" {
+			err = cb.HandOverCallback(ctx, guid, 3, "callback receiver answered 503")
+		} else {
+			// As the API started deliveries before the pools: no hand-over.
+			_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: model.TaskCallbackWorkflowID(guid), TaskQueue: queue,
+				WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE},
+				workflows.TaskCallbackWorkflow, workflows.TaskCallbackInput{TaskGUID: guid})
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		wf := c.GetWorkflow(ctx, model.TaskCallbackWorkflowID(guid), "")
@@ -71,7 +84,7 @@ func TestTaskCallbackOnDevServer(t *testing.T) {
 		}
 		return out
 	}
-	for _, guid := range []string{"quick", "patient"} {
+	for _, guid := range []string{"quick", "patient", "handed-over"} {
 		task := &model.Task{TaskGUID: guid, Domain: "cf-tasks", TaskDefinition: model.TaskDefinition{RootFS: "preloaded:x",
 			Action: &model.Action{Run: &model.RunAction{Path: "/bin/true"}}, CompletionCallbackURL: recv.URL}}
 		if _, err := store.DesireTask(ctx, task); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/updatable-lrps/bbs/auctioneer"
+	"github.com/updatable-lrps/bbs/callbacks"
 	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/internal/boot"
@@ -29,7 +30,10 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 	fs.DurationVar(&events.Retention, "event-retention", boot.EnvDuration("BBS_EVENT_RETENTION", db.DefaultEventRetention), "how long the event log keeps events (convergence prunes older ones) [BBS_EVENT_RETENTION]")
 	fs.IntVar(&events.Kept, "events-kept", boot.EnvInt("BBS_EVENTS_KEPT", db.DefaultEventsKept), "the most events the event log keeps, the newest [BBS_EVENTS_KEPT]")
 	var tasks db.TaskConvergeOptions
-	fs.DurationVar(&tasks.KickDuration, "task-kick-duration", boot.EnvDuration("BBS_TASK_KICK_DURATION", db.DefaultTaskKickDuration), "how long a completed task's callback may wait before its delivery is started again [BBS_TASK_KICK_DURATION]")
+	fs.DurationVar(&tasks.KickDuration, "task-kick-duration", boot.EnvDuration("BBS_TASK_KICK_DURATION", db.DefaultTaskKickDuration), "how long a callback handed over to Temporal may wait before its workflow is started again [BBS_TASK_KICK_DURATION]")
+	var cbs callbacks.Options
+	fs.IntVar(&cbs.Size, "task-callback-workers", boot.EnvInt("BBS_TASK_CALLBACK_WORKERS", callbacks.DefaultSize), "how many completion callbacks are delivered at once [BBS_TASK_CALLBACK_WORKERS]")
+	fs.DurationVar(&cbs.Lease, "task-callback-lease", boot.EnvDuration("BBS_TASK_CALLBACK_LEASE", callbacks.DefaultLease), "how long a worker's claim of a callback lasts unless renewed: a killed worker's callbacks are delivered by another this long after [BBS_TASK_CALLBACK_LEASE]")
 	fs.DurationVar(&tasks.ExpirePending, "task-expire-pending", boot.EnvDuration("BBS_TASK_EXPIRE_PENDING", db.DefaultTaskExpirePending), "how long a task may stay PENDING before it fails [BBS_TASK_EXPIRE_PENDING]")
 	fs.DurationVar(&tasks.ExpireCompleted, "task-expire-completed", boot.EnvDuration("BBS_TASK_EXPIRE_COMPLETED", db.DefaultTaskExpireCompleted), "how long a completed task is kept before it is deleted [BBS_TASK_EXPIRE_COMPLETED]")
 	maxTaskRetries := fs.Int("max-task-retries", boot.EnvInt("BBS_MAX_TASK_RETRIES", auctioneer.DefaultMaxTaskRetries), "how often a task may be rejected before it fails [BBS_MAX_TASK_RETRIES]")
@@ -56,7 +60,7 @@ func runWorkerCommand(ctx context.Context, args []string) error {
 	}
 	w, err := system.StartWorker(ctx, system.WorkerConfig{Store: p.Store, Temporal: temporal,
 		ConvergenceInterval: *every, Events: events, Rollouts: ro, Cells: cellapi.NewClient(p.PeerTLS), Log: p.Log,
-		Tasks: tasks, Placement: auctioneer.Options{MaxTaskRetries: *maxTaskRetries}, Metrics: p.Metrics})
+		Tasks: tasks, Callbacks: cbs, Placement: auctioneer.Options{MaxTaskRetries: *maxTaskRetries}, Metrics: p.Metrics})
 	if err != nil {
 		return err
 	}

@@ -99,14 +99,10 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	log := cfg.Log
 	hub := events.NewHub(cfg.Store, cfg.Store.Notifications(), cfg.Events, log)
 	stopper := &cellapi.Stopper{Cells: cfg.Store, Client: cfg.Cells}
-	var callbacks tasks.Callbacks // none without Temporal: convergence delivers them
-	if cfg.Temporal != nil {
-		callbacks = &workflows.TaskCallbackClient{Client: cfg.Temporal, TaskQueue: taskQueueOr(cfg.TaskQueue)}
-	}
 	// One service of each kind for both APIs: a change made through one is made by the same
 	// rules as through the other, and a task desired through one is the task of the other.
 	lrpService := lrps.NewService(cfg.Store, stopper, cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue), log)
-	taskService := tasks.NewService(cfg.Store, stopper, callbacks, cmp.Or(cfg.MaxTaskRetries, model.DefaultMaxTaskRetries), log)
+	taskService := tasks.NewService(cfg.Store, stopper, cmp.Or(cfg.MaxTaskRetries, model.DefaultMaxTaskRetries), log)
 	server := api.NewServer(api.Deps{Store: cfg.Store, LRPs: lrpService, Tasks: taskService, Events: hub, Metrics: cfg.Metrics, Log: log})
 	ctx, cancel := context.WithCancel(ctx)
 	a := &API{

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/updatable-lrps/bbs/activities"
 	"github.com/updatable-lrps/bbs/auctioneer"
+	"github.com/updatable-lrps/bbs/callbacks"
 	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/metrics"
@@ -44,6 +45,9 @@ type WorkerConfig struct {
 	// Tasks are BBS's task convergence settings (zero values: BBS's defaults); the task
 	// retries are Placement's MaxTaskRetries.
 	Tasks db.TaskConvergeOptions
+	// Callbacks tune the pool that delivers tasks' completion callbacks (zero values: its
+	// defaults).
+	Callbacks callbacks.Options
 	// CellWatchInterval is how often the cell watch looks for vanished cells; 0 means 2 s.
 	CellWatchInterval time.Duration
 	// Metrics, when set, is the process's registry, on which the worker registers the
@@ -62,8 +66,8 @@ type Worker struct {
 
 // StartWorker starts polling the task queue with every BBS workflow and activity, makes sure
 // the convergence schedule runs every ConvergenceInterval, and runs placement (which leads in
-// one worker process at a time) and the cell watch (which triggers convergence when a cell
-// vanishes) until Stop.
+// one worker process at a time), the cell watch (which triggers convergence when a cell
+// vanishes) and the pool delivering tasks' completion callbacks until Stop.
 func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	log := cfg.Log
 	queue := taskQueueOr(cfg.TaskQueue)
@@ -77,13 +81,14 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	w := &Worker{cancel: cancel}
+	handOver := &workflows.TaskCallbackClient{Client: cfg.Temporal, TaskQueue: queue}
 	deps := worker.Deps{
 		ConvergeStore: cfg.Store, ResumeStore: cfg.Store, RolloutStore: cfg.Store,
 		Stopper: stopper, Waiter: activities.NewPGWaiter(cfg.Store.Notifications()), Log: log,
 		Rollouts:  cfg.Rollouts.client(cfg.Temporal, queue),
 		Events:    cfg.Events,
 		TaskStore: cfg.Store, TaskConverge: cfg.Store, TaskOptions: cfg.Tasks,
-		Callbacks: &workflows.TaskCallbackClient{Client: cfg.Temporal, TaskQueue: queue},
+		Callbacks: handOver,
 		Analysis:  cfg.Rollouts.analysisProviders(),
 	}
 	if cfg.Metrics != nil {
@@ -111,6 +116,8 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 			}
 		})
 	})
+	pool := callbacks.NewPool(cfg.Store, cfg.Store.Notifications(), handOver, cfg.Callbacks, log)
+	w.run(ctx, pool.Run)
 	placement := auctioneer.New(cfg.Store, cfg.Store.Notifications(), cfg.Cells, cfg.Placement, log)
 	w.run(ctx, func(ctx context.Context) {
 		if err := placement.Run(ctx); err != nil && ctx.Err() == nil {
@@ -126,8 +133,9 @@ func (w *Worker) run(ctx context.Context, f func(context.Context)) {
 	go func() { defer w.wg.Done(); f(ctx) }()
 }
 
-// Stop stops placement, the cell watch and the Temporal worker (activities in flight are
-// given the SDK's stop timeout).
+// Stop stops placement, the cell watch, the callback pool (which finishes the deliveries
+// under way) and the Temporal worker (activities in flight are given the SDK's stop
+// timeout).
 func (w *Worker) Stop() {
 	w.cancel()
 	w.wg.Wait()
