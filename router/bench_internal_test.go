@@ -47,3 +47,12 @@ func BenchmarkObserve(b *testing.B) {
 		tm.Observe("web", "v2", 200, 3*time.Millisecond)
 	}
 }
+
+func BenchmarkObserveParallel(b *testing.B) {
+	tm := NewTelemetry()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			tm.Observe("web", "v2", 200, 3*time.Millisecond)
+		}
+	})
+}

@@ -122,11 +122,15 @@ func (p *Proxy) choose(route *Route, r *http.Request) (eps []Endpoint, sticky se
 	return split.candidates(g, next, k), sticky, ""
 }
 
-// setCookie is the sticky cookie an answer carries: header, when def answered ("" any).
-type setCookie struct{ def, header string }
+// setCookie is the sticky cookie an answer carries: header (Set-Cookie's value), when def
+// answered ("" any).
+type setCookie struct {
+	def    string
+	header []string
+}
 
 // releaseCookie clears the sticky cookie.
-var releaseCookie = (&http.Cookie{Name: StickyCookie, Path: "/", MaxAge: -1}).String()
+var releaseCookie = []string{(&http.Cookie{Name: StickyCookie, Path: "/", MaxAge: -1}).String()}
 
 // forward sends the request to the first endpoint that takes it: only a request that can be
 // sent again (idempotent, no body to replay) is retried on another, and only when
@@ -171,8 +175,8 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, eps []Endpoint, 
 		w.Header().Set("X-LRP-Index", fmt.Sprint(ep.Index))
 		// The cookie goes with an answer of the definition it names (a retry may have gone to
 		// another), or clears the user's.
-		if sticky.header != "" && (sticky.def == "" || sticky.def == ep.DefinitionID) {
-			w.Header().Add("Set-Cookie", sticky.header)
+		if sticky.header != nil && (sticky.def == "" || sticky.def == ep.DefinitionID) {
+			w.Header()["Set-Cookie"] = sticky.header // built once, never changed: shared
 		}
 		w.WriteHeader(res.StatusCode)
 		io.Copy(w, res.Body)

@@ -23,8 +23,8 @@ type defGroup struct {
 	// was listed (a listed 0 is never chosen without a preview header).
 	weight float64
 	listed bool
-	// cookie is the Set-Cookie value that keeps a user on def (built once, not per answer).
-	cookie string
+	// cookie is the Set-Cookie header that keeps a user on def (built once, not per answer).
+	cookie []string
 }
 
 // lrpSplit is one LRP's weighted split of a host.
@@ -46,7 +46,7 @@ func newSplit(guid string, eps []Endpoint, weights map[string]int32) *lrpSplit {
 			byDef[ep.DefinitionID] = i
 			w, listed := weights[ep.DefinitionID]
 			s.groups = append(s.groups, defGroup{def: ep.DefinitionID, weight: float64(w), listed: listed,
-				cookie: (&http.Cookie{Name: StickyCookie, Value: ep.DefinitionID, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode}).String()})
+				cookie: []string{(&http.Cookie{Name: StickyCookie, Value: ep.DefinitionID, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode}).String()}})
 		}
 		s.groups[i].eps = append(s.groups[i].eps, ep)
 	}
