@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -176,7 +177,11 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, eps []Endpoint, 
 		// The cookie goes with an answer of the definition it names (a retry may have gone to
 		// another), or clears the user's.
 		if sticky.header != nil && (sticky.def == "" || sticky.def == ep.DefinitionID) {
-			w.Header()["Set-Cookie"] = sticky.header // built once, never changed: shared
+			if app := w.Header()["Set-Cookie"]; len(app) > 0 {
+				w.Header()["Set-Cookie"] = append(slices.Clip(app), sticky.header...) // the app's cookies stay
+			} else {
+				w.Header()["Set-Cookie"] = sticky.header // built once, never changed: shared
+			}
 		}
 		w.WriteHeader(res.StatusCode)
 		io.Copy(w, res.Body)

@@ -195,3 +195,28 @@ func TestTelemetryCountsPerDefinition(t *testing.T) {
 		t.Fatalf("reported series came back unchanged: %+v", again)
 	}
 }
+
+// The sticky cookie goes beside the app's own cookies, never in their place.
+func TestStickyCookieKeepsTheAppsCookies(t *testing.T) {
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.SetCookie(w, &http.Cookie{Name: "session", Value: "s1"})
+		fmt.Fprint(w, "v2")
+	}))
+	defer app.Close()
+	u, _ := url.Parse(app.URL)
+	host, portStr, _ := net.SplitHostPort(u.Host)
+	port, _ := strconv.Atoi(portStr)
+	tb := NewTable()
+	tb.Replace([]LRP{LRPFromDeployment(deployment("web", 8080, map[string][]uint32{"v2": {8080}}))},
+		[]model.ActualLRP{running("web", "v2", 0, host, model.PortMapping{ContainerPort: 8080, HostPort: uint32(port)})})
+	tb.SetSplit(model.TrafficSplit{ProcessGUID: "web", Generation: 1, Weights: map[string]int32{"v2": 100}})
+	rec := httptest.NewRecorder()
+	NewProxy(tb).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://web.example.com/", nil))
+	names := map[string]bool{}
+	for _, c := range rec.Result().Cookies() {
+		names[c.Name] = true
+	}
+	if !names["session"] || !names[StickyCookie] {
+		t.Fatalf("cookies %v: the app's and the sticky one should both be there", rec.Header()["Set-Cookie"])
+	}
+}
