@@ -141,5 +141,5 @@ WHERE id = $1 RETURNING `+rolloutColumns, id, state, reason); err != nil {
 	}
 	ro := r.model()
 	// The LRP routes by instances again once no rollout holds a weighted step.
-	return &ro, clearTraffic(ctx, tx, ro.ProcessGUID)
+	return &ro, endTraffic(ctx, tx, ro.ProcessGUID, ro.ID)
 }

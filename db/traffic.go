@@ -16,7 +16,7 @@ import (
 // generation they route by (ReportRouter); the rollout waits until every live router has
 // (TrafficWaiting) and then records the split as acknowledged (RecordTrafficAcked). A
 // rollout's end, or a new rollout taking its place, gives the LRP back to routing by
-// instances in the same transaction (clearTraffic).
+// instances in the same transaction (endTraffic).
 
 // SetTraffic gives the LRP of the rollout in progress rolloutID the split weights (nil:
 // by instances) and returns it with its generation. Setting the split the LRP already has
@@ -51,7 +51,7 @@ func (s *Store) SetTraffic(ctx context.Context, rolloutID string, weights map[st
 		if maps.Equal(have, weights) && (len(weights) > 0 || cur.Traffic == nil) {
 			return nil
 		}
-		split, err := writeTraffic(ctx, tx, r.ProcessGUID, weights, "")
+		split, err := writeTraffic(ctx, tx, r.ProcessGUID, weights)
 		if err != nil {
 			return err
 		}
@@ -80,7 +80,7 @@ func (s *Store) WithdrawWeight(ctx context.Context, rolloutID string) (changed b
 		if err != nil || have[r.ToDefinitionID] == 0 {
 			return err
 		}
-		split, err := writeTraffic(ctx, tx, r.ProcessGUID, map[string]int32{r.ToDefinitionID: 0}, "")
+		split, err := writeTraffic(ctx, tx, r.ProcessGUID, map[string]int32{r.ToDefinitionID: 0})
 		if err != nil {
 			return err
 		}
@@ -90,21 +90,25 @@ func (s *Store) WithdrawWeight(ctx context.Context, rolloutID string) (changed b
 	return changed, err
 }
 
-// clearTraffic gives an LRP whose split is weighted back to routing by instances, with its
-// event; an LRP routed by instances is left as it is.
-func clearTraffic(ctx context.Context, tx *sqlx.Tx, guid string) error {
-	split, err := writeTraffic(ctx, tx, guid, nil, " AND traffic IS NOT NULL")
+// endTraffic is what a rollout's end does to traffic, in one statement: its LRP routes by
+// instances again (with the event) if a weighted step held it, and its analysis marks go
+// (its verdicts stay on the row).
+func endTraffic(ctx context.Context, tx *sqlx.Tx, guid, rolloutID string) error {
+	var gen int64
+	err := tx.GetContext(ctx, &gen, `WITH marks AS (DELETE FROM analysis_marks WHERE rollout_id = $2)
+UPDATE desired_lrps SET traffic = NULL, traffic_generation = traffic_generation + 1
+WHERE process_guid = $1 AND traffic IS NOT NULL RETURNING traffic_generation`, guid, rolloutID)
 	if err == sql.ErrNoRows {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	return appendEvents(ctx, tx, event(model.EventTrafficChanged, split))
+	return appendEvents(ctx, tx, event(model.EventTrafficChanged, model.TrafficSplit{ProcessGUID: guid, Generation: gen}))
 }
 
-// writeTraffic stores weights as guid's split under the next generation, where cond holds.
-func writeTraffic(ctx context.Context, tx *sqlx.Tx, guid string, weights map[string]int32, cond string) (model.TrafficSplit, error) {
+// writeTraffic stores weights as guid's split under the next generation.
+func writeTraffic(ctx context.Context, tx *sqlx.Tx, guid string, weights map[string]int32) (model.TrafficSplit, error) {
 	var raw jsonText
 	if len(weights) > 0 {
 		b, err := json.Marshal(weights)
@@ -115,7 +119,7 @@ func writeTraffic(ctx context.Context, tx *sqlx.Tx, guid string, weights map[str
 	}
 	var gen int64
 	err := tx.GetContext(ctx, &gen, `UPDATE desired_lrps SET traffic = $2, traffic_generation = traffic_generation + 1
-WHERE process_guid = $1`+cond+` RETURNING traffic_generation`, guid, raw)
+WHERE process_guid = $1 RETURNING traffic_generation`, guid, raw)
 	return model.TrafficSplit{ProcessGUID: guid, Generation: gen, Weights: weights}, err
 }
 

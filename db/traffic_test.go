@@ -159,3 +159,86 @@ func TestWeightTheInstancesCannotCarryIsRefused(t *testing.T) {
 		t.Fatal("the refused start stored its definition")
 	}
 }
+
+// A rollout's end removes its analysis marks and keeps its verdicts.
+func TestRolloutEndRemovesItsMarks(t *testing.T) {
+	s := dbtest.NewStore(t)
+	desire(t, s, newLRP("app", 2))
+	st, err := s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindUpdate, Definition: newDef("v2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := st.Rollout.ID
+	for _, name := range []string{"step-0/0", "step-0/1"} {
+		if _, err := s.TakeAnalysisMark(ctx, id, "app", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RecordVerdict(ctx, id, model.AnalysisVerdict{Window: "step-0/1", Verdict: model.VerdictPass}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FinishRollout(ctx, id, model.RolloutCompleted, ""); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, s, `SELECT count(*) FROM analysis_marks`); n != 0 {
+		t.Fatalf("%d marks after the rollout's end", n)
+	}
+	if r, _ := s.RolloutByProcessGUID(ctx, "app"); len(r.Analysis) != 1 {
+		t.Fatalf("verdicts after the end: %+v", r.Analysis)
+	}
+}
+
+// A window is the difference of two marks, router by router: a router that started again
+// in between counts from its start; crashes are those the log recorded between the marks.
+func TestAnalysisWindowSubtractsMarks(t *testing.T) {
+	s := dbtest.NewStore(t)
+	desire(t, s, newLRP("app", 2))
+	st, err := s.StartRollout(ctx, db.RolloutRequest{ProcessGUID: "app", Kind: model.RolloutKindUpdate, Definition: newDef("v2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := st.Rollout.ID
+	series := func(def string, n, errs int64, bucket int) model.RouteTelemetry {
+		l := make([]int64, len(model.LatencyBounds)+1)
+		l[bucket] = n
+		return model.RouteTelemetry{ProcessGUID: "app", DefinitionID: def, Requests: n, Errors: errs, Latency: l}
+	}
+	report := func(started int64, ts ...model.RouteTelemetry) {
+		t.Helper()
+		if err := s.ReportRouter(ctx, model.RouterReport{RouterID: "r1", StartedAt: started, Telemetry: ts}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mark := func(name string) {
+		t.Helper()
+		if _, err := s.TakeAnalysisMark(ctx, id, "app", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report(1000, series("app", 10, 0, 4), series("v2", 2, 0, 4))
+	mark("m0")
+	report(1000, series("app", 30, 0, 4), series("v2", 6, 1, 12))
+	exec(t, s, `INSERT INTO events (name, data, process_guid) VALUES ('actual_lrp_instance_crashed', '{"definition_id": "v2"}', 'app')`)
+	mark("m1")
+	report(2000, series("app", 4, 0, 4))
+	mark("m2")
+	w, err := s.AnalysisWindow(ctx, id, "app", "v2", "m0", "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Canary.Requests != 4 || w.Canary.ErrorRate != 0.25 || w.Baseline.Requests != 20 || w.Canary.Crashes != 1 || w.Baseline.Crashes != 0 {
+		t.Fatalf("window m0..m1: canary %+v, baseline %+v", w.Canary, w.Baseline)
+	}
+	if w.Canary.P99MS <= model.LatencyBounds[11] || w.Canary.P99MS > model.LatencyBounds[12] {
+		t.Fatalf("the canary's p99 %v is not in its bucket", w.Canary.P99MS)
+	}
+	w, err = s.AnalysisWindow(ctx, id, "app", "v2", "m1", "m2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Baseline.Requests != 4 || w.Canary.Requests != 0 {
+		t.Fatalf("across a router's restart: canary %+v, baseline %+v", w.Canary, w.Baseline)
+	}
+	_, err = s.AnalysisWindow(ctx, id, "app", "v2", "m0", "never")
+	wantType(t, err, model.ErrResourceNotFound)
+}
