@@ -18,16 +18,16 @@ func TestStrategiesAreValidatedAtTheEdge(t *testing.T) {
 	before := h.rowCounts()
 	v2 := definition(obj{"definition_id": "v2"})
 	for name, strategy := range map[string]any{
-		"unknown field":       obj{"max_in_fligth": 2},
-		"string number":       obj{"max_in_flight": "3"},
-		"zero in flight":      obj{"max_in_flight": 0},
-		"negative min ready":  obj{"min_ready_ms": -5},
-		"bad on_failure":      obj{"on_failure": "panic"},
-		"weight over 100":     obj{"canary": obj{"steps": []obj{{"weight": 120}}}},
-		"step with neither":   obj{"canary": obj{"steps": []obj{{"pause_ms": 1}}}},
-		"promote other":       obj{"canary": obj{"steps": []obj{{"instances": 1, "promote": "now"}}}},
-		"unknown window":      obj{"window": "maintenance"},
-		"not an object":       []int{1},
+		"unknown field":      obj{"max_in_fligth": 2},
+		"string number":      obj{"max_in_flight": "3"},
+		"zero in flight":     obj{"max_in_flight": 0},
+		"negative min ready": obj{"min_ready_ms": -5},
+		"bad on_failure":     obj{"on_failure": "panic"},
+		"weight over 100":    obj{"canary": obj{"steps": []obj{{"weight": 120}}}},
+		"step with neither":  obj{"canary": obj{"steps": []obj{{"pause_ms": 1}}}},
+		"promote other":      obj{"canary": obj{"steps": []obj{{"instances": 1, "promote": "now"}}}},
+		"unknown window":     obj{"window": "maintenance"},
+		"not an object":      []int{1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, req := range []struct {

@@ -180,4 +180,3 @@ WHERE id = $1 AND NOT analysis @> $3::jsonb RETURNING `+rolloutColumns, rolloutI
 		return appendEvents(ctx, tx, event(model.EventRolloutChanged, r.model()))
 	})
 }
-

@@ -2,8 +2,8 @@ package db
 
 import (
 	"context"
-	"encoding/json"
 	"database/sql"
+	"encoding/json"
 	"strings"
 
 	"github.com/jmoiron/sqlx"

@@ -20,8 +20,8 @@ type load struct {
 	// release's answers, not a request the platform failed.
 	appErrors map[string]int
 	lastErr   string
-	stop         chan struct{}
-	wg           sync.WaitGroup
+	stop      chan struct{}
+	wg        sync.WaitGroup
 }
 
 func (d *devStack) drive(host string, workers int) *load {

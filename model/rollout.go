@@ -45,14 +45,14 @@ const (
 	PhaseCanary            = "canary"
 	PhaseAwaitingPromotion = "awaiting_promotion"
 	// PhaseAnalyzing: at a canary step whose analysis window runs.
-	PhaseAnalyzing = "analyzing"
-	PhasePaused            = "paused"
-	PhaseReverting         = "reverting"
-	PhaseCompleted         = "completed"
-	PhaseCanceled          = "canceled"
-	PhaseFailed            = "failed"
-	PhaseSuperseded        = "superseded"
-	PhaseReverted          = "reverted"
+	PhaseAnalyzing  = "analyzing"
+	PhasePaused     = "paused"
+	PhaseReverting  = "reverting"
+	PhaseCompleted  = "completed"
+	PhaseCanceled   = "canceled"
+	PhaseFailed     = "failed"
+	PhaseSuperseded = "superseded"
+	PhaseReverted   = "reverted"
 )
 
 // RolloutPhaseOf is the phase of a rollout in the given state: a cancel's walk back is a

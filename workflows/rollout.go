@@ -107,14 +107,14 @@ type RolloutInput struct {
 // CanaryStep is one canary step: hold once Instances indices run the new definition, for
 // Pause, or until a promote when Manual.
 type CanaryStep struct {
-	Instances int32         `json:"instances"`
+	Instances int32 `json:"instances"`
 	// Weight, when set, is the new definition's share of the LRP's requests in percent while
 	// the walk holds at the step (rollout_traffic.go); nil routes by instances.
 	Weight *int32 `json:"weight,omitempty"`
 	// Analysis judges the canary against the baseline during the step (rollout_analysis.go).
-	Analysis bool `json:"analysis,omitempty"`
-	Pause     time.Duration `json:"pause,omitempty"`
-	Manual    bool          `json:"manual,omitempty"`
+	Analysis bool          `json:"analysis,omitempty"`
+	Pause    time.Duration `json:"pause,omitempty"`
+	Manual   bool          `json:"manual,omitempty"`
 }
 
 // PromoteSignal is the payload of SignalPromote.

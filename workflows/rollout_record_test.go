@@ -35,7 +35,7 @@ type recordingScenario struct {
 	crash     []string // slots whose instance crash-loops (three crashes, then CRASHED)
 	// failWindow is the analysis window whose canary answers 10 % 500s ("": none).
 	failWindow string
-	in        func(in *workflows.RolloutInput)
+	in         func(in *workflows.RolloutInput)
 	// steer signals the running workflow; it returns once it has sent its last signal.
 	steer func(ctx context.Context, t *testing.T, r *recording)
 	// check looks at the end state.

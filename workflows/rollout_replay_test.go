@@ -406,7 +406,9 @@ func (m *memStore) RoutableCounts(context.Context, string) (map[string]int32, er
 
 // TakeAnalysisMark and AnalysisWindow measure a healthy canary — every window passes — but
 // in the window failWindow ends, where it answers 10 % 500s.
-func (m *memStore) TakeAnalysisMark(context.Context, string, string, string) (int64, error) { return 1, nil }
+func (m *memStore) TakeAnalysisMark(context.Context, string, string, string) (int64, error) {
+	return 1, nil
+}
 
 func (m *memStore) AnalysisWindow(_ context.Context, _, _, _, _, to string) (db.AnalysisWindow, error) {
 	side := model.AnalysisSide{Requests: 1000, P50MS: 2, P99MS: 5, Instances: 1}
