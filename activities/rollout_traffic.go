@@ -18,16 +18,15 @@ type TrafficStore interface {
 
 // SetTrafficInput asks for the new definition's share of the LRP's requests: Weight percent
 // (the other definitions share the rest by instances), or, with Clear, routing by instances
-// again. Guard checks the capacity first (a forward step; a revert's weight of 0 is never
-// refused).
+// again. Guard checks the capacity first, within model.DefaultWeightHeadroom (a forward
+// step; a revert's weight of 0 is never refused).
 type SetTrafficInput struct {
-	RolloutID      string  `json:"rollout_id"`
-	ProcessGUID    string  `json:"process_guid"`
-	ToDefinitionID string  `json:"to_definition_id"`
-	Weight         int32   `json:"weight"`
-	Clear          bool    `json:"clear,omitempty"`
-	Guard          bool    `json:"guard,omitempty"`
-	Headroom       float64 `json:"headroom,omitempty"`
+	RolloutID      string `json:"rollout_id"`
+	ProcessGUID    string `json:"process_guid"`
+	ToDefinitionID string `json:"to_definition_id"`
+	Weight         int32  `json:"weight"`
+	Clear          bool   `json:"clear,omitempty"`
+	Guard          bool   `json:"guard,omitempty"`
 }
 
 // SetTrafficOutput is the split as stored, or why the guard refused it (nothing stored).
@@ -55,11 +54,7 @@ func (a *Rollouts) SetTraffic(ctx context.Context, in SetTrafficInput) (SetTraff
 				old += n
 			}
 		}
-		headroom := in.Headroom
-		if headroom <= 0 {
-			headroom = model.DefaultWeightHeadroom
-		}
-		if err := model.CheckWeightCapacity(in.Weight, counts[in.ToDefinitionID], old, headroom); err != nil {
+		if err := model.CheckWeightCapacity(in.Weight, counts[in.ToDefinitionID], old, model.DefaultWeightHeadroom); err != nil {
 			return SetTrafficOutput{Refused: err.Error()}, nil
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/updatable-lrps/bbs/model"
 )
@@ -68,18 +69,8 @@ func newSplit(guid string, eps []Endpoint, weights map[string]int32) *lrpSplit {
 		}
 		s.total += g.weight
 	}
-	slices.SortFunc(s.groups, func(a, b defGroup) int { return compareStrings(a.def, b.def) })
+	slices.SortFunc(s.groups, func(a, b defGroup) int { return strings.Compare(a.def, b.def) })
 	return s
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // group is the routable group of def, or nil.

@@ -90,12 +90,6 @@ type RolloutInput struct {
 	// deadline until the target has run, and an index given up is walked past.
 	Failure *FailurePolicy `json:"failure,omitempty"`
 
-	// WeightHeadroom is the capacity guard's headroom for weighted steps (0: the default,
-	// model.DefaultWeightHeadroom); TrafficBound how long a weight may wait for the routers'
-	// acknowledgements before a step counts it as a platform failure and waits again (0:
-	// DefaultTrafficBound).
-	WeightHeadroom float64       `json:"weight_headroom,omitempty"`
-	TrafficBound   time.Duration `json:"traffic_bound,omitempty"`
 	// Analysis is the resolved strategy's analysis, for steps with analysis and a background
 	// analysis (nil: neither).
 	Analysis *model.AnalysisPolicy `json:"analysis,omitempty"`

@@ -34,15 +34,8 @@ func (r *rollout) stepTarget() int32 {
 	if st.Weight == nil {
 		return st.Instances
 	}
-	newMin, _ := model.WeightInstances(*st.Weight, r.instances, r.headroom())
+	newMin, _ := model.WeightInstances(*st.Weight, r.instances, model.DefaultWeightHeadroom)
 	return max(st.Instances, newMin)
-}
-
-func (r *rollout) headroom() float64 {
-	if r.in.WeightHeadroom > 0 {
-		return r.in.WeightHeadroom
-	}
-	return model.DefaultWeightHeadroom
 }
 
 // weightAcked says the current step's weight is set and every router acknowledged it.
@@ -58,7 +51,7 @@ func (r *rollout) setStepWeight(weight int32) bool {
 	if t := r.walked.Traffic; t == nil || t.Step != r.walked.Step {
 		var out activities.SetTrafficOutput
 		in := activities.SetTrafficInput{RolloutID: r.in.RolloutID, ProcessGUID: r.in.ProcessGUID, ToDefinitionID: r.in.ToDefinitionID,
-			Weight: weight, Guard: weight > 0, Headroom: r.in.WeightHeadroom}
+			Weight: weight, Guard: weight > 0}
 		if err := r.local(r.ctx, in, acts.SetTraffic, &out); err != nil {
 			r.abort(err)
 			return false
@@ -97,11 +90,7 @@ func (r *rollout) addTrafficWait(sel workflow.Selector, changed *bool) {
 		return
 	}
 	if r.trafficWait == nil {
-		bound := r.in.TrafficBound
-		if bound <= 0 {
-			bound = DefaultTrafficBound
-		}
-		r.trafficWait = r.awaitTraffic(t, bound)
+		r.trafficWait = r.awaitTraffic(t, DefaultTrafficBound)
 	}
 	wait := r.trafficWait
 	sel.AddFuture(wait, func(f workflow.Future) {
