@@ -102,6 +102,9 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	// One service of each kind for both APIs: a change made through one is made by the same
 	// rules as through the other, and a task desired through one is the task of the other.
 	lrpService := lrps.NewService(cfg.Store, stopper, cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue), log)
+	if cfg.Temporal != nil {
+		lrpService.WithGroups(cfg.Store, &workflows.GroupClient{Client: cfg.Temporal, TaskQueue: taskQueueOr(cfg.TaskQueue)})
+	}
 	taskService := tasks.NewService(cfg.Store, stopper, cmp.Or(cfg.MaxTaskRetries, model.DefaultMaxTaskRetries), log)
 	server := api.NewServer(api.Deps{Store: cfg.Store, LRPs: lrpService, Tasks: taskService, Events: hub, Metrics: cfg.Metrics, Log: log})
 	ctx, cancel := context.WithCancel(ctx)

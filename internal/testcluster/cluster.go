@@ -29,6 +29,7 @@ import (
 	"github.com/updatable-lrps/bbs/internal/system"
 	"github.com/updatable-lrps/bbs/internal/temporaltest"
 	"github.com/updatable-lrps/bbs/model"
+	"github.com/updatable-lrps/bbs/protocol"
 	"github.com/updatable-lrps/bbs/workflows"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
@@ -145,7 +146,7 @@ func New(t testing.TB, opts Options) *Cluster {
 	if err != nil {
 		t.Fatalf("BBS_DB_STATEMENT_CACHE: %v", err)
 	}
-	store, err := db.Open(context.Background(), dbURL, db.WithStatementCache(prepare))
+	store, err := db.Open(context.Background(), dbURL, db.WithStatementCache(prepare), db.WithProtobufPatcher(protocol.PatchDefinitionProtobuf))
 	if err != nil {
 		t.Fatalf("open the test database: %v", err)
 	}
