@@ -108,7 +108,9 @@ GROUP BY r.group_id, a.cell_id`, pq.StringArray(groups), pq.StringArray(cells));
 }
 
 // budgetLockName names the advisory lock of a group's budget on one cell.
-func budgetLockName(group, cell string) string { return fmt.Sprintf("rollout-group-cell:%s/%s", group, cell) }
+func budgetLockName(group, cell string) string {
+	return fmt.Sprintf("rollout-group-cell:%s/%s", group, cell)
+}
 
 // groupCellsInUse is, for a group, the most new instances of its members starting on any one
 // cell now (what get reports as per_cell_max_in_use, and what a sampler checks).
