@@ -2,7 +2,7 @@ package e2e
 
 import (
 	"fmt"
-		"sync"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,11 +63,11 @@ func TestRolloutGroupAbortsAtAFailingWave(t *testing.T) {
 	}
 	budget := d.sampleBudgets(t, "stack-v2")
 	d.api.mustPost("/v1/rollout_groups/create", obj{
-		"group_id": "stack-v2",
-		"selector": obj{"domain": "cf-apps"},
-		"patch":    obj{"env": []obj{{"name": "STACK", "value": "v2"}}},
-		"strategy": obj{"index_deadline_ms": 15000, "failure": obj{"max_crashes": 1}},
-		"waves":    []obj{{"percent": 33}, {"percent": 66}, {"percent": 100}},
+		"group_id":            "stack-v2",
+		"selector":            obj{"domain": "cf-apps"},
+		"patch":               obj{"env": []obj{{"name": "STACK", "value": "v2"}}},
+		"strategy":            obj{"index_deadline_ms": 15000, "failure": obj{"max_crashes": 1}},
+		"waves":               []obj{{"percent": 33}, {"percent": 66}, {"percent": 100}},
 		"max_concurrent_lrps": 1, "max_concurrent_per_cell": 1, "max_failed_percent": 40,
 		"pause_between_waves_ms": 500,
 	}, nil)
