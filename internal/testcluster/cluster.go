@@ -105,6 +105,10 @@ type Cluster struct {
 	closers  []func() // run, last added first, after they stopped
 	stopOnce sync.Once
 	log      *zap.Logger
+	// worker is the running worker process and wcfg how it was made (RestartWorker).
+	workerMu sync.Mutex
+	worker   *system.Worker
+	wcfg     system.WorkerConfig
 }
 
 // Cell is one sim cell agent.
@@ -203,13 +207,17 @@ func New(t testing.TB, opts Options) *Cluster {
 	if opts.ConvergeEvery >= time.Second {
 		wcfg.ConvergenceInterval = opts.ConvergeEvery
 	}
+	c.wcfg = wcfg
 	w, err := system.StartWorker(c.ctx, wcfg)
 	if err != nil {
 		t.Fatalf("start the worker on %s: %v", c.TaskQueue, err)
 	}
+	c.worker = w
 	c.closers = append(c.closers, func() {
 		forget(c.Temporal, c.TaskQueue)
-		w.Stop()
+		c.workerMu.Lock()
+		defer c.workerMu.Unlock()
+		c.worker.Stop()
 	})
 
 	if opts.ConvergeEvery > 0 && opts.ConvergeEvery < time.Second {
@@ -251,6 +259,21 @@ type hookedStopper struct {
 func (h hookedStopper) StopInstances(ctx context.Context, lrps []model.ActualLRP) error {
 	h.before(h.c, lrps)
 	return h.next.StopInstances(ctx, lrps)
+}
+
+// RestartWorker stops the worker process — its activities in flight are cancelled, their
+// work left to their retries — and starts a new one in its place, as a worker replaced
+// mid-rollout is.
+func (c *Cluster) RestartWorker() {
+	c.t.Helper()
+	c.workerMu.Lock()
+	defer c.workerMu.Unlock()
+	c.worker.Stop()
+	w, err := system.StartWorker(c.ctx, c.wcfg)
+	if err != nil {
+		c.t.Fatalf("restart the worker on %s: %v", c.TaskQueue, err)
+	}
+	c.worker = w
 }
 
 // AddCell starts one more sim cell.
