@@ -67,9 +67,9 @@ func TestRolloutGroupAbortsWhenAWaveFails(t *testing.T) {
 	watch.WatchGroup("fix", 6, 2)
 	c.mustPost("/v1/rollout_groups/create", map[string]any{
 		"group_id": "fix", "selector": map[string]any{"domain": "cf-apps"},
-		"patch":    map[string]any{"env": []model.EnvironmentVariable{env("STACK", "v2")}},
-		"strategy": map[string]any{"failure": map[string]any{"max_crashes": 1}, "index_deadline_ms": 10000},
-		"waves":    []map[string]any{{"percent": 10}, {"percent": 50}, {"percent": 100}},
+		"patch":               map[string]any{"env": []model.EnvironmentVariable{env("STACK", "v2")}},
+		"strategy":            map[string]any{"failure": map[string]any{"max_crashes": 1}, "index_deadline_ms": 10000},
+		"waves":               []map[string]any{{"percent": 10}, {"percent": 50}, {"percent": 100}},
 		"max_concurrent_lrps": 6, "max_concurrent_per_cell": 2, "max_failed_percent": 10,
 	}, nil)
 	c.waitFor("the group to abort with nothing rolling", 90*time.Second, func() bool {
