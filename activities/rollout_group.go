@@ -91,6 +91,7 @@ func (g *RolloutGroups) RollGroup(ctx context.Context, in RollGroupInput) (RollG
 				g.Log.Warn("member rollout workflow not started; convergence will start it",
 					zap.String("group", in.GroupID), zap.String("process_guid", m.Rollout.ProcessGUID), zap.Error(err))
 			}
+			activity.RecordHeartbeat(ctx, started+i+1)
 		}
 		started += len(adv.Started)
 		for _, m := range adv.Aborting {
@@ -109,6 +110,9 @@ func (g *RolloutGroups) RollGroup(ctx context.Context, in RollGroupInput) (RollG
 			return out, nil
 		}
 		activity.RecordHeartbeat(ctx, started)
+		if len(adv.Started) == db.MaxMemberStarts {
+			continue // more slots may be free: no wait before the next decision
+		}
 		select {
 		case <-ctx.Done():
 			return RollGroupOutput{}, ctx.Err()

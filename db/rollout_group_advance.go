@@ -46,6 +46,9 @@ type MemberRollout struct {
 // server's strategy layer); a member that cannot start — its LRP gone or already rolling out,
 // the patch no longer changing it — is skipped, said why. Calling it again with nothing
 // changed changes nothing: the group's workflow calls it whenever a member may have ended.
+// It starts at most MaxMemberStarts members, so that its transaction stays short (it holds
+// the group's row, and each start the member's LRP); Started says when it stopped there
+// (len == MaxMemberStarts) and another call would start more.
 func (s *Store) AdvanceRolloutGroup(ctx context.Context, id string, defaults *model.RolloutStrategy) (*GroupAdvance, error) {
 	var out *GroupAdvance
 	err := s.inTx(ctx, func(tx *sqlx.Tx) (err error) {
@@ -54,6 +57,11 @@ func (s *Store) AdvanceRolloutGroup(ctx context.Context, id string, defaults *mo
 	})
 	return out, err
 }
+
+// MaxMemberStarts bounds the members one AdvanceRolloutGroup starts: a hundred starts in one
+// transaction took longer than the activity's heartbeat timeout on a loaded machine, whose
+// retries then took as long, again and again (found by BenchmarkRolloutGroupFleet).
+const MaxMemberStarts = 10
 
 func (s *Store) advanceIn(ctx context.Context, tx *sqlx.Tx, id string, defaults *model.RolloutStrategy) (*GroupAdvance, error) {
 	row, err := lockRolloutGroup(ctx, tx, id)
@@ -207,9 +215,9 @@ ORDER BY started_at`, id); err != nil {
 }
 
 // startMembers starts the current wave's next pending members, in order, while fewer than
-// max_concurrent_lrps roll.
+// max_concurrent_lrps roll, at most MaxMemberStarts of them.
 func (s *Store) startMembers(ctx context.Context, tx *sqlx.Tx, spec model.RolloutGroupSpec, out *GroupAdvance, defaults *model.RolloutStrategy) error {
-	slots := int(spec.MaxConcurrentLRPs) - out.Rolling
+	slots := min(int(spec.MaxConcurrentLRPs)-out.Rolling, MaxMemberStarts)
 	for slots > 0 {
 		var pending []memberRow
 		if err := tx.SelectContext(ctx, &pending, `SELECT `+memberColumns+` FROM rollout_group_members

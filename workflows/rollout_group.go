@@ -43,7 +43,7 @@ type RolloutGroupOutput struct {
 // start-to-close timeout, notices a dead worker, and the retry takes up from the store.
 var groupOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 24 * time.Hour,
-	HeartbeatTimeout:    5 * time.Second,
+	HeartbeatTimeout:    10 * time.Second,
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval:        time.Second,
 		BackoffCoefficient:     2,

@@ -115,7 +115,7 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	}
 	var protocolServer *protocol.Server
 	if cfg.ProtocolListener != nil || cfg.ProtocolTLSListener != nil {
-		protocolServer = protocol.NewServer(protocol.Deps{Store: cfg.Store, LRPs: lrpService, Tasks: taskService, Events: hub, Log: log})
+		protocolServer = protocol.NewServer(protocol.Deps{Store: cfg.Store, LRPs: lrpService, Tasks: taskService, Events: hub, Groups: cfg.Store, Log: log})
 		serve := func(ln net.Listener, scheme string) *servedHTTP {
 			if ln == nil {
 				return nil
