@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -158,4 +159,44 @@ func (b *budgetSampler) finish(t *testing.T, maxLRPs, maxPerCell int64) {
 func (b *budgetSampler) end() {
 	b.halt.Do(func() { close(b.stop) })
 	b.wg.Wait()
+}
+
+// TestRolloutGroupOnThePage follows a rollout group on the API's page in a real headless
+// Chromium: the group appears rolling, shows paused when paused and rolling again when
+// resumed, and ends completed with every member counted — from the event stream, without a
+// reload.
+func TestRolloutGroupOnThePage(t *testing.T) {
+	temporalBin(t)
+	chromium(t)
+	const apps, n = 3, 1
+	d := startDev(t)
+	for i := range apps {
+		d.api.mustPost("/v1/desired_lrp/desire", obj{"desired_lrp": demoLRP(fmt.Sprintf("page%d", i), n)}, nil)
+	}
+	for i := range apps {
+		guid := fmt.Sprintf("page%d", i)
+		d.waitFor(t, guid+" RUNNING", 60*time.Second, func() bool { return d.allOn(guid, guid, n) })
+	}
+	b := openBrowser(t, d.api.base+"/ui/")
+	b.waitText("#connection", "Live", 10*time.Second)
+	b.waitText("#groups", "No rollout group yet", 5*time.Second)
+	d.api.mustPost("/v1/rollout_groups/create", obj{"group_id": "page-env", "selector": obj{"domain": "cf-apps"},
+		"patch": obj{"env": []obj{{"name": "FEATURE", "value": "on"}}}, "max_concurrent_lrps": 1,
+		"waves": []obj{{"percent": 34}, {"percent": 100}}, "pause_between_waves_ms": 3000}, nil)
+	b.waitText(`#group-table tr[data-group="page-env"] td:nth-of-type(1)`, "rolling", 15*time.Second)
+	d.api.mustPost("/v1/rollout_groups/pause", obj{"group_id": "page-env"}, nil)
+	row := b.waitText(`#group-table tr[data-group="page-env"]`, "paused by an operator", 10*time.Second)
+	t.Logf("paused: %q; screenshot %s", row, b.screenshot("group-paused"))
+	d.api.mustPost("/v1/rollout_groups/resume", obj{"group_id": "page-env"}, nil)
+	d.waitFor(t, "the group to complete", 60*time.Second, func() bool { return d.group("page-env").State == "completed" })
+	row = b.waitText(`#group-table tr[data-group="page-env"]`, "3 of 3", 30*time.Second)
+	b.waitText(`#group-table tr[data-group="page-env"] td:nth-of-type(1)`, "completed", 5*time.Second)
+	if !strings.Contains(row, "34 %: completed — 2 completed") || !strings.Contains(row, "100 %: completed — 1 completed") {
+		t.Errorf("the waves as the page shows them: %q", row)
+	}
+	t.Logf("completed: %q; screenshot %s", row, b.screenshot("group-completed"))
+	if b.count(`#rollouts tbody tr`) < apps {
+		t.Errorf("the members' rollouts are not listed: %q", b.text("#rollouts"))
+	}
+	b.checkNoErrors()
 }
