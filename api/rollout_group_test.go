@@ -27,22 +27,22 @@ func TestRolloutGroupRoutes(t *testing.T) {
 	}
 	with := func(k string, v any) obj { o := valid(); o[k] = v; return o }
 	for name, body := range map[string]obj{
-		"bad id":              with("group_id", "a b"),
-		"no selector":         with("selector", obj{}),
-		"empty selection":     with("selector", obj{"domain": "other"}),
-		"unknown guid":        with("selector", obj{"process_guids": []string{"app-0", "nope"}}),
-		"empty patch":         with("patch", obj{}),
-		"misspelt patch":      with("patch", obj{"rootf": "preloaded:x"}),
-		"patch changes none":  with("patch", obj{"rootfs": "docker:///busybox"}),
-		"bad rootfs":          with("patch", obj{"rootfs": "no-scheme"}),
-		"falling waves":       with("waves", []obj{{"percent": 60}, {"percent": 50}}),
-		"waves short of 100":  with("waves", []obj{{"percent": 60}}),
-		"negative budget":     with("max_concurrent_lrps", -1),
-		"failed over 100":     with("max_failed_percent", 101),
-		"unknown window":      with("window", "maintenance"),
-		"member window":       with("strategy", obj{"window": "maintenance"}),
-		"bad strategy":        with("strategy", obj{"max_in_fligth": 2}),
-		"string budget":       with("max_concurrent_per_cell", "4"),
+		"bad id":             with("group_id", "a b"),
+		"no selector":        with("selector", obj{}),
+		"empty selection":    with("selector", obj{"domain": "other"}),
+		"unknown guid":       with("selector", obj{"process_guids": []string{"app-0", "nope"}}),
+		"empty patch":        with("patch", obj{}),
+		"misspelt patch":     with("patch", obj{"rootf": "preloaded:x"}),
+		"patch changes none": with("patch", obj{"rootfs": "docker:///busybox"}),
+		"bad rootfs":         with("patch", obj{"rootfs": "no-scheme"}),
+		"falling waves":      with("waves", []obj{{"percent": 60}, {"percent": 50}}),
+		"waves short of 100": with("waves", []obj{{"percent": 60}}),
+		"negative budget":    with("max_concurrent_lrps", -1),
+		"failed over 100":    with("max_failed_percent", 101),
+		"unknown window":     with("window", "maintenance"),
+		"member window":      with("strategy", obj{"window": "maintenance"}),
+		"bad strategy":       with("strategy", obj{"max_in_fligth": 2}),
+		"string budget":      with("max_concurrent_per_cell", "4"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			requireError(t, h.postJSON("/v1/rollout_groups/create", body), http.StatusBadRequest, model.ErrInvalidRequest)
