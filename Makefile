@@ -64,7 +64,7 @@ test-short:
 
 ## bench: the rollout (fleet included), task and router benchmarks (figures recorded in docs/BENCHMARKS.md).
 bench: $(TEMPORAL)
-	TEMPORAL_BIN=$(TEMPORAL) $(GO) test ./bench -run '^$$' -bench 'Rollout|Revert|CrashLoop|Tasks|Router|AbortWeight' -benchtime 1x -timeout 60m -v
+	TEMPORAL_BIN=$(TEMPORAL) $(GO) test ./bench -run '^$$' -bench 'Rollout|Revert|CrashLoop|Tasks|Router|AbortWeight' -benchtime 1x -timeout 90m -v
 	TEMPORAL_BIN=$(TEMPORAL) $(GO) test ./auction -run '^$$' -bench . -benchtime 3x
 
 ## bench-fleet: one change rolled across 2,000 LRPs as a rollout group (three waves, budgets of 100 LRPs
