@@ -285,6 +285,23 @@ var ourMessages = map[string]string{
 	"SetRolloutPaceRequest":  "process_guid=1:string max_in_flight=2:int32",
 	"PromoteRolloutRequest":  "process_guid=1:string full=2:bool",
 	"RolloutControlResponse": "error=1:Error",
+
+	// Rollout groups (ROLLOUTS-NEXT.md section 6), rollout_group.proto.
+	"RolloutGroupSelector": "domain=1:string process_guids=2:[]string metric_tags=3:map",
+	"DefinitionPatch":      "root_fs=1:string environment_variables=2:[]EnvironmentVariable",
+	"RolloutWave":          "percent=1:double",
+	"CreateRolloutGroupRequest": `group_id=1:string selector=2:RolloutGroupSelector patch=3:DefinitionPatch
+		strategy=4:RolloutStrategy waves=5:[]RolloutWave pause_between_waves_ms=6:int64 max_concurrent_lrps=7:int32
+		max_concurrent_per_cell=8:int32 max_failed_percent=9:double window=10:string`,
+	"RolloutGroupRequest":  "group_id=1:string reason=2:string",
+	"RolloutGroupsRequest": "",
+	"RolloutGroupMember":   "process_guid=1:string state=2:string definition_id=3:string rollout_id=4:string reason=5:string",
+	"RolloutGroupWave":     "percent=1:double state=2:string counts=3:map members=4:[]RolloutGroupMember",
+	"RolloutGroupBudget":   "lrps_in_use=1:int32 max_concurrent_lrps=2:int32 per_cell_max_in_use=3:int32 max_concurrent_per_cell=4:int32",
+	"RolloutGroup": `group_id=1:string state=2:string reason=3:string wave=4:int32 waves=5:[]RolloutGroupWave
+		budgets=6:RolloutGroupBudget spec=7:CreateRolloutGroupRequest wave_opens_at=8:int64 created_at=9:int64 finished_at=10:int64`,
+	"RolloutGroupResponse":  "error=1:Error rollout_group=2:RolloutGroup",
+	"RolloutGroupsResponse": "error=1:Error rollout_groups=2:[]RolloutGroup",
 }
 
 type fieldSpec struct {
@@ -502,6 +519,8 @@ func TestExplicitPresence(t *testing.T) {
 		"RolloutAnalysis.background":           true,
 		"RolloutAnalysis.on_inconclusive":      true,
 		"SetRolloutPaceRequest.max_in_flight":  true,
+		// A patch that leaves the rootfs as it is differs from one that sets it.
+		"DefinitionPatch.root_fs": true,
 	}
 	for _, msg := range append(sortedKeys(bbsFields), sortedKeys(ourMessages)...) {
 		md := messageDescriptor(t, msg)
