@@ -175,11 +175,16 @@ func (s *RolloutStrategy) Validate() error {
 	if err := s.Analysis.validate(); err != nil {
 		return err
 	}
-	if s.Window != nil && *s.Window == "" {
-		return invalid("strategy.window must not be empty")
+	if s.Window != nil {
+		if err := ValidateWindowName("strategy.window", *s.Window); err != nil {
+			return err
+		}
 	}
 	if s.BreakGlass != nil && strings.TrimSpace(*s.BreakGlass) == "" {
 		return invalid("strategy.break_glass must give a reason")
+	}
+	if s.BreakGlass != nil && len(*s.BreakGlass) > MaxFreezeReason {
+		return invalid("strategy.break_glass is %d bytes, more than %d", len(*s.BreakGlass), MaxFreezeReason)
 	}
 	return nil
 }
@@ -376,14 +381,9 @@ func (s *RolloutStrategy) ValidateDefault() error {
 
 // Supported refuses, with InvalidRequest, what a valid strategy asks for that the walk engine
 // does not carry out yet, rather than accept it and walk otherwise. It checks the fields a
-// request gives (a strategy as given, not as resolved).
+// request gives (a strategy as given, not as resolved). Every field is carried out today; a
+// window's existence is the store's to check, in the transaction that names it.
 func (s *RolloutStrategy) Supported() error {
-	if s == nil {
-		return nil
-	}
-	if s.Window != nil {
-		return invalid("strategy.window: no rollout window %q is defined", *s.Window)
-	}
 	return nil
 }
 
