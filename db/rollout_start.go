@@ -47,6 +47,9 @@ func (s *Store) StartRollout(ctx context.Context, req RolloutRequest) (*RolloutS
 		if err != nil {
 			return err
 		}
+		if err := checkFreeze(ctx, tx, req.ProcessGUID, req.Strategy); err != nil {
+			return err
+		}
 		before, err := s.desiredInTx(ctx, tx, req.ProcessGUID)
 		if err != nil {
 			return err
@@ -96,6 +99,9 @@ WHERE process_guid = $1 RETURNING instances`, req.ProcessGUID, to, from); err !=
 			return err
 		}
 		if err := checkWeightCapacity(strategy, instances); err != nil {
+			return err
+		}
+		if err := requireResolvedWindow(ctx, tx, strategy); err != nil {
 			return err
 		}
 		var r rolloutRow

@@ -126,7 +126,8 @@ func StartRollout(ctx context.Context, c client.Client, taskQueue string, in Rol
 func SupersedeRollout(ctx context.Context, c client.Client, taskQueue string, in RolloutInput) error {
 	sig := SupersedeSignal{RolloutID: in.RolloutID, ToDefinitionID: in.ToDefinitionID, Kind: in.Kind,
 		FromDefinitionID: in.FromDefinitionID, MaxInFlight: in.MaxInFlight, IndexDeadline: in.IndexDeadline, Failure: in.Failure,
-		MinReady: in.MinReady, ProgressDeadline: in.ProgressDeadline, Canary: in.Canary, Analysis: in.Analysis}
+		MinReady: in.MinReady, ProgressDeadline: in.ProgressDeadline, Canary: in.Canary, Analysis: in.Analysis,
+		Window: in.Window, BreakGlass: in.BreakGlass}
 	err := startRollout(taskQueue, in, func(opts client.StartWorkflowOptions) error {
 		_, err := c.SignalWithStartWorkflow(ctx, model.RolloutWorkflowID(in.ProcessGUID), SignalSupersede, sig, opts, RolloutWorkflowType, in)
 		return err
@@ -177,12 +178,24 @@ func (rc *RolloutClient) Input(r *model.Rollout, domain string) RolloutInput {
 	if ms := r.Strategy.IndexDeadlineMSOr(0); ms > 0 {
 		deadline = time.Duration(ms) * time.Millisecond
 	}
-	return RolloutInput{RolloutID: r.ID, ProcessGUID: r.ProcessGUID, Domain: domain,
+	in := RolloutInput{RolloutID: r.ID, ProcessGUID: r.ProcessGUID, Domain: domain,
 		FromDefinitionID: r.FromDefinitionID, ToDefinitionID: r.ToDefinitionID, Kind: r.Kind,
 		MaxInFlight: r.Strategy.MaxInFlightOr(rc.MaxInFlight), IndexDeadline: deadline, Runs: true, WalkByRuns: true,
 		Failure: failurePolicy(r.Strategy), MinReady: millis(r.Strategy, func(s *model.RolloutStrategy) *int64 { return s.MinReadyMS }),
 		ProgressDeadline: millis(r.Strategy, func(s *model.RolloutStrategy) *int64 { return s.ProgressDeadlineMS }),
 		Canary:           canarySteps(r.Strategy), Analysis: analysisPolicy(r.Strategy)}
+	if s := r.Strategy; s != nil {
+		in.Window, in.BreakGlass = deref(s.Window), s.BreakGlass != nil
+	}
+	return in
+}
+
+// deref is *s, or "" for nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // analysisPolicy is a resolved strategy's analysis when a step or the background uses it.
