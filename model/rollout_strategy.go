@@ -109,32 +109,55 @@ type RolloutAnalysis struct {
 // wrong type are InvalidRequest, naming the field.
 func (s *RolloutStrategy) UnmarshalJSON(data []byte) error {
 	type plain RolloutStrategy // no UnmarshalJSON: no recursion
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var v plain
-	if err := dec.Decode(&v); err != nil {
-		return strategyDecodeError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return invalid("strategy: unexpected data after the object")
+	if err := DecodeStrict("strategy", data, &v); err != nil {
+		return err
 	}
 	*s = RolloutStrategy(v)
 	return nil
 }
 
-func strategyDecodeError(err error) error {
+// DecodeStrict decodes one JSON value into v (which must not decode itself through
+// DecodeStrict, or it recurses), refusing unknown fields at any depth, values of the wrong
+// type and data after the value: InvalidRequest, naming the field under what ("strategy"
+// names strategy.max_in_flight; "" names the field alone).
+func DecodeStrict(what string, data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return strictDecodeError(what, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return invalid("%sunexpected data after the object", prefixed(what, ": "))
+	}
+	return nil
+}
+
+// prefixed is what followed by sep, or "" for no what.
+func prefixed(what, sep string) string {
+	if what == "" {
+		return ""
+	}
+	return what + sep
+}
+
+func strictDecodeError(what string, err error) error {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		field := typeErr.Field
 		if field == "" {
 			field = "value"
 		}
-		return invalid("strategy.%s: expected %s, got JSON %s", field, DescribeJSONType(typeErr.Type.String()), typeErr.Value)
+		return invalid("%s%s: expected %s, got JSON %s", prefixed(what, "."), field, DescribeJSONType(typeErr.Type.String()), typeErr.Value)
 	}
 	if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return invalid("strategy: unknown field %s", msg)
+		return invalid("%sunknown field %s", prefixed(what, ": "), msg)
 	}
-	return invalid("strategy: %v", err)
+	var me *Error
+	if errors.As(err, &me) {
+		return me
+	}
+	return invalid("%s%v", prefixed(what, ": "), err)
 }
 
 // Validate checks every field that is given. It does not ask whether this server can carry

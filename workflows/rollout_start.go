@@ -336,3 +336,17 @@ func (rc *RolloutClient) Control(ctx context.Context, r *model.Rollout, c model.
 	}
 	return nil
 }
+
+// SignalFreeze tells the LRP's rollout workflow of the freeze f (SignalFreeze).
+func (rc *RolloutClient) SignalFreeze(ctx context.Context, guid string, f model.RolloutFreeze) error {
+	sig := FreezeSignal{Frozen: f.Frozen, Reason: f.Reason, Generation: f.Generation}
+	if err := rc.Client.SignalWorkflow(ctx, model.RolloutWorkflowID(guid), "", SignalFreeze, sig); err != nil {
+		return fmt.Errorf("signal %s to the rollout of %s: %w", SignalFreeze, guid, err)
+	}
+	return nil
+}
+
+// SignalWindowChanged tells the LRP's rollout workflow that its window changed.
+func (rc *RolloutClient) SignalWindowChanged(ctx context.Context, guid string) error {
+	return SignalRollout(ctx, rc.Client, guid, SignalWindowChanged)
+}
