@@ -41,7 +41,7 @@ func (s *Store) UpsertRolloutWindow(ctx context.Context, w model.RolloutWindow) 
 	}
 	err = s.db.GetContext(ctx, &r, `INSERT INTO rollout_windows (name, schedule) VALUES ($1, $2)
 ON CONFLICT (name) DO UPDATE SET schedule = EXCLUDED.schedule, updated_at = now()
-RETURNING `+windowColumns+`, (xmax = 0) AS created`, w.Name, schedule)
+RETURNING `+windowColumns+`, (xmax = 0) AS created`, w.Name, jsonText(schedule))
 	if err != nil {
 		return nil, false, mapError(err)
 	}
