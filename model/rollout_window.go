@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	// Zones must resolve the same on every machine, with or without an OS zone database (a
@@ -118,7 +119,7 @@ func (s WindowSpan) validate(field string) error {
 	if s.TimeZone == "" {
 		return invalid("%s.time_zone is required (an IANA zone such as Europe/Berlin, or UTC)", field)
 	}
-	if _, err := time.LoadLocation(s.TimeZone); err != nil || s.TimeZone == "Local" {
+	if _, err := loadZone(s.TimeZone); err != nil || s.TimeZone == "Local" {
 		return invalid("%s.time_zone: unknown time zone %q", field, s.TimeZone)
 	}
 	return nil
@@ -136,6 +137,23 @@ func parseClock(field, v string) (int, error) {
 		return 0, bad
 	}
 	return h*60 + m, nil
+}
+
+// zones caches the zones loaded: time.LoadLocation reads and parses the zone database at each
+// call, and a window's every question asks for each span's zone.
+var zones sync.Map // name → *time.Location
+
+// loadZone is time.LoadLocation, cached.
+func loadZone(name string) (*time.Location, error) {
+	if loc, ok := zones.Load(name); ok {
+		return loc.(*time.Location), nil
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, err
+	}
+	zones.Store(name, loc)
+	return loc, nil
 }
 
 // interval is one opening of a window: [from, to).
@@ -177,7 +195,7 @@ func (w *RolloutWindow) NextTransition(t time.Time) (time.Time, bool) {
 func (w *RolloutWindow) intervals(t time.Time) []interval {
 	var out []interval
 	for _, s := range w.Schedule {
-		loc, err := time.LoadLocation(s.TimeZone)
+		loc, err := loadZone(s.TimeZone)
 		if err != nil {
 			continue // not validated: no openings
 		}

@@ -123,3 +123,47 @@ func TestWindowValidate(t *testing.T) {
 		t.Fatalf("a span over midnight: %v", err)
 	}
 }
+
+// FuzzRolloutWindow: any bytes decode to a window or an InvalidRequest (never a panic or
+// another type), and for a valid window and any instant, the window is open or closed alike
+// from the instant up to its next transition, and changes there.
+func FuzzRolloutWindow(f *testing.F) {
+	for _, seed := range []string{
+		`{"name":"w","schedule":[{"days":["mon","tue"],"start":"09:00","end":"17:00","time_zone":"Europe/Berlin"}]}`,
+		`{"name":"w","schedule":[{"days":["sun"],"start":"02:30","end":"03:00","time_zone":"Europe/Berlin"}]}`,
+		`{"name":"w","schedule":[{"days":["fri"],"start":"22:00","end":"02:00","time_zone":"America/New_York"},{"days":["sat"],"start":"01:00","end":"05:00","time_zone":"Australia/Lord_Howe"}]}`,
+		`{"name":"w","schedule":[{"days":"mon"}]}`, `{"name":1}`, `[`, `null`, `{"x":1}`,
+	} {
+		f.Add(seed, int64(1796000000))
+	}
+	f.Fuzz(func(t *testing.T, raw string, unix int64) {
+		var w RolloutWindow
+		if err := DecodeStrict("", []byte(raw), &w); err != nil {
+			if TypeOf(err) != ErrInvalidRequest {
+				t.Fatalf("%q: %v", raw, err)
+			}
+			return
+		}
+		if err := w.Validate(); err != nil {
+			if TypeOf(err) != ErrInvalidRequest {
+				t.Fatalf("%q: %v", raw, err)
+			}
+			return
+		}
+		at := time.Unix(unix%(1<<34), 0) // within a few centuries of 1970, either side
+		open := w.OpenAt(at)
+		next, ok := w.NextTransition(at)
+		if !ok {
+			return
+		}
+		if !next.After(at) {
+			t.Fatalf("%s: next transition %s is not after %s", raw, next, at)
+		}
+		if mid := at.Add(next.Sub(at) / 2); w.OpenAt(mid) != open {
+			t.Fatalf("%s: open %v at %s but %v at %s, before the next transition %s", raw, open, at, !open, mid, next)
+		}
+		if w.OpenAt(next) == open {
+			t.Fatalf("%s: open %v both at %s and at its next transition %s", raw, open, at, next)
+		}
+	})
+}
