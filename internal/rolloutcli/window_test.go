@@ -57,7 +57,7 @@ func TestRolloutWindowCommand(t *testing.T) {
 	if s := f.windows["office"].Schedule; len(s) != 2 || !slices.Equal(s[0].Days, []string{"mon", "tue"}) || s[1].End != "02:00" {
 		t.Fatalf("schedule sent: %+v", s)
 	}
-	if code, _, errOut := runWindow(f, "upsert", "office", "mon 09:00 UTC"); code != rolloutcli.ExitUsage || !strings.Contains(errOut, "<days>") {
+	if code, _, errOut := runWindow(f, "upsert", "office", "mon 09:00 UTC"); code != rolloutcli.ExitUsage || !strings.Contains(errOut, "<start>-<end>") {
 		t.Fatalf("a malformed span: %d %q", code, errOut)
 	}
 	if code, _, errOut := runWindow(f, "upsert", "office", "funday 09:00-10:00 UTC"); code != rolloutcli.ExitError || !strings.Contains(errOut, "unknown day") {
