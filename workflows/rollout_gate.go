@@ -99,6 +99,14 @@ func (r *rollout) gateClosed() bool {
 	return r.gate.on && !r.phase.back() && r.gate.Phase() != ""
 }
 
+// gateHeldAtTheEnd says the gate holds a forward walk that has nothing left to start: it
+// ends, as it would have had the gate let it look for a next index — a freeze or a window
+// holds what is still to do, not the end of what is done.
+func (r *rollout) gateHeldAtTheEnd() bool {
+	return r.gateClosed() && !r.phase.held() && len(r.inFlight) == 0 && r.stop == stopNone && r.counted &&
+		!r.canaryActive() && r.walked.NextIndex >= r.instances
+}
+
 // gatePhase is the phase the gate shows (model.PhaseFrozen, PhaseWaitingForWindow), or ""
 // when it does not hold the walk or an operator's pause does (which shows as paused).
 func (r *rollout) gatePhase() string {

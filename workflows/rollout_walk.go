@@ -124,8 +124,8 @@ func (r *rollout) wantContinueAsNew() bool {
 func (r *rollout) walk() stopCause {
 	r.stop = stopNone
 	for {
-		walkedAll := false
 		r.refreshGate()
+		walkedAll := r.gateHeldAtTheEnd()
 		r.beginBackground()
 		r.steerTraffic()
 		// An index run walks the indices after its own: nothing else starts beside it.
