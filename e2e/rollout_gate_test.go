@@ -52,7 +52,9 @@ func TestRolloutWindowAndFreezeUnderTraffic(t *testing.T) {
 	traffic := d.drive("web.example.com", 4)
 	s := d.sample("web", n)
 
-	var conflict struct{ Error struct{ Type, Message string } }
+	var conflict struct {
+		Error struct{ Type, Message string }
+	}
 	d.api.mustPost("/v1/rollout_windows/upsert", obj{"name": "maintenance", "schedule": []obj{closedSpan()}}, nil)
 	d.api.mustPost("/v1/desired_lrp/update", obj{"process_guid": "web", "update": obj{"definition": demoDefinition("v2", "v2"),
 		"strategy": obj{"window": "maintenance"}}}, nil)

@@ -58,7 +58,9 @@ func (g *Gates) UpsertWindow(ctx context.Context, w model.RolloutWindow) (*model
 		g.log.Warn("rollouts naming an upserted window not told: each reads it at its next transition", zap.String("window", w.Name), zap.Error(err))
 		return out, created, nil
 	}
-	g.tell(ctx, rs, func(ctx context.Context, r model.Rollout) error { return g.signals.SignalWindowChanged(ctx, r.ProcessGUID) })
+	g.tell(ctx, rs, func(ctx context.Context, r model.Rollout) error {
+		return g.signals.SignalWindowChanged(ctx, r.ProcessGUID)
+	})
 	return out, created, nil
 }
 

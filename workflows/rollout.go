@@ -394,7 +394,7 @@ type rollout struct {
 	progressTimer workflow.Future
 
 	cancelCh, pauseCh, resumeCh, supersedeCh, rollbackCh, setPaceCh, abortCh, promoteCh workflow.ReceiveChannel
-	freezeCh, windowCh                                                               workflow.ReceiveChannel
+	freezeCh, windowCh                                                                  workflow.ReceiveChannel
 
 	// gate is what holds the forward walk besides a pause: the freeze, a closed window.
 	gate gate

@@ -12,7 +12,9 @@ import (
 	"github.com/updatable-lrps/bbs/model"
 )
 
-type fakeWindows struct{ windows map[string]model.RolloutWindow }
+type fakeWindows struct {
+	windows map[string]model.RolloutWindow
+}
 
 func (f *fakeWindows) UpsertRolloutWindow(_ context.Context, w model.RolloutWindow) (*model.RolloutWindow, bool, error) {
 	if err := w.Validate(); err != nil { // as the API does
