@@ -193,7 +193,9 @@ func nonRetryable(err error) error {
 		return nil
 	}
 	switch t := model.TypeOf(err); t {
-	case model.ErrInvalidRequest, model.ErrResourceNotFound, model.ErrNoUpdateInProgress:
+	// Frozen: a rollback an operator signalled while the fleet is frozen is refused, as the
+	// API refuses it, not retried until the unfreeze.
+	case model.ErrInvalidRequest, model.ErrResourceNotFound, model.ErrNoUpdateInProgress, model.ErrFrozen:
 		return temporal.NewNonRetryableApplicationError(err.Error(), string(t), err)
 	}
 	return err
