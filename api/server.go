@@ -37,6 +37,7 @@ type Store interface {
 	LifecycleStore
 	EvacuationStore
 	RolloutStore
+	RolloutGroupStore
 	lrps.GateStore
 	CellStore
 	RouterStore
@@ -95,6 +96,7 @@ func NewServer(d Deps) *Server {
 		deployments: &lrpDeploymentHandlers{store: d.Store, desired: d.Store, lrps: d.LRPs},
 		actual:      &actualLRPHandlers{store: d.Store, lrps: d.LRPs},
 		rollouts:    &rolloutHandlers{store: d.Store, lrps: d.LRPs},
+		groups:      &rolloutGroupHandlers{store: d.Store, lrps: d.LRPs},
 		cells:       &cellHandlers{store: d.Store},
 		routers:     &routerHandlers{store: d.Store},
 		lifecycle:   &lifecycleHandlers{store: d.Store, log: log},
@@ -112,6 +114,7 @@ type routeHandlers struct {
 	deployments *lrpDeploymentHandlers
 	actual      *actualLRPHandlers
 	rollouts    *rolloutHandlers
+	groups      *rolloutGroupHandlers
 	cells       *cellHandlers
 	routers     *routerHandlers
 	lifecycle   *lifecycleHandlers
@@ -186,6 +189,13 @@ func (s *Server) routes(h routeHandlers) chi.Router {
 		r.Post("/v1/rollout_windows/get", handle(s, h.gates.getWindow))
 		r.Post("/v1/rollout_windows/list", handle(s, h.gates.listWindows))
 		r.Post("/v1/rollout_windows/delete", handle(s, h.gates.deleteWindow))
+
+		r.Post("/v1/rollout_groups/create", handle(s, h.groups.create))
+		r.Post("/v1/rollout_groups/get", handle(s, h.groups.get))
+		r.Post("/v1/rollout_groups/list", handle(s, h.groups.list))
+		r.Post("/v1/rollout_groups/pause", handle(s, h.groups.control(model.GroupControlPause)))
+		r.Post("/v1/rollout_groups/resume", handle(s, h.groups.control(model.GroupControlResume)))
+		r.Post("/v1/rollout_groups/abort", handle(s, h.groups.control(model.GroupControlAbort)))
 
 		r.Post("/v1/cells/list", handle(s, h.cells.listCells))
 		r.Post("/v1/cells/heartbeat", handle(s, h.cells.cellHeartbeat))

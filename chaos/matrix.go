@@ -17,7 +17,8 @@ import (
 // analysis), an
 // update of the second cancelled halfway, a rollback of the third, and an update of the
 // fourth to a definition that crash-loops from index 1 on — which the default strategy
-// reverts by itself, walking index 0 back — all in flight when the trial's faults hit.
+// reverts by itself, walking index 0 back — and a rollout group over three more apps in two
+// waves under budgets (group.go), all in flight when the trial's faults hit.
 type Matrix struct {
 	c    *Cluster
 	demo string
@@ -87,7 +88,14 @@ func NewMatrix(ctx context.Context, c *Cluster, demo string) (*Matrix, error) {
 		return nil, err
 	}
 	m.backOn = 1
-	want := map[string]string{appRoll: appRoll + "-v0", appCancel: appCancel + "-v0", appBack: m.backDefs[1], appRevert: appRevert + "-v0"}
+	want, err := m.desireFleet(ctx)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	for app, def := range map[string]string{appRoll: appRoll + "-v0", appCancel: appCancel + "-v0", appBack: m.backDefs[1], appRevert: appRevert + "-v0"} {
+		want[app] = def
+	}
 	if err := m.waitSettled(ctx, want, 2*time.Minute); err != nil {
 		m.Close()
 		return nil, err
@@ -155,10 +163,7 @@ func (m *Matrix) waitSettled(ctx context.Context, want map[string]string, within
 
 // waitRouted waits until the router answers for every app.
 func (m *Matrix) waitRouted(ctx context.Context, within time.Duration) error {
-	var hosts []string
-	for _, app := range matrixApps {
-		hosts = append(hosts, host(app))
-	}
+	hosts := allHosts()
 	return until(ctx, within, 200*time.Millisecond, func(context.Context) (string, error) {
 		t := StartTraffic(m.c.RouterURL, hosts, 1)
 		time.Sleep(300 * time.Millisecond)
@@ -170,6 +175,15 @@ func (m *Matrix) waitRouted(ctx context.Context, within time.Duration) error {
 // ends in state, and every instance on def.
 type expected struct {
 	state, to, def string
+}
+
+// allHosts are the hosts of the matrix's apps and the fleet's, which the traffic reaches.
+func allHosts() []string {
+	var hosts []string
+	for _, app := range append(append([]string(nil), matrixApps...), fleetApps...) {
+		hosts = append(hosts, host(app))
+	}
+	return hosts
 }
 
 // Run runs one trial with the named faults hitting at once, and says what came of it.
@@ -186,14 +200,15 @@ func (m *Matrix) Run(ctx context.Context, faultNames []string) Outcome {
 		faults = append(faults, f)
 	}
 	k := m.trial
-	var hosts []string
-	for _, app := range matrixApps {
-		hosts = append(hosts, host(app))
-	}
 	m.sampler.Reset()
-	traffic := StartTraffic(m.c.RouterURL, hosts, 2)
+	traffic := StartTraffic(m.c.RouterURL, allHosts(), 2)
 	events := WatchEvents(m.c)
 	want, err := m.startRollouts(ctx, k)
+	var group string
+	if err == nil {
+		group, err = m.startGroup(ctx, k, want)
+	}
+	groupWatch := m.watchGroup(group)
 	if err == nil {
 		err = m.callbacks.DesireTask(ctx, m.c, fmt.Sprintf("task-%d", k), 3*time.Second)
 	}
@@ -237,6 +252,7 @@ func (m *Matrix) Run(ctx context.Context, faultNames []string) Outcome {
 	} else {
 		o.Settled = time.Since(began)
 	}
+	groupWatch.finish(ctx, m, group, &o, time.Minute)
 	o.Traffic = traffic.Stop()
 	o.Sampled = m.sampler.Result()
 	m.checkCallback(ctx, &o, fmt.Sprintf("task-%d", k))

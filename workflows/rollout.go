@@ -99,6 +99,10 @@ type RolloutInput struct {
 	Window     string `json:"window,omitempty"`
 	BreakGlass bool   `json:"break_glass,omitempty"`
 
+	// Group names the rollout group the rollout is a member of, for its search attribute
+	// ("": none). The walk does not read it: a member walks as any rollout does.
+	Group string `json:"group,omitempty"`
+
 	// RolloutCarried is zero on a fresh start; a run that continues as new fills it in.
 	RolloutCarried
 }

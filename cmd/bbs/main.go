@@ -101,6 +101,7 @@ func commands() map[string]func(ctx context.Context, args []string) error {
 		"sshd":           runSSHDCommand,
 		"tps-watcher":    runTPSWatcherCommand,
 		"rollout":        runRolloutCommand,
+		"rollout-group":  runRolloutGroupCommand,
 		"rollout-window": runRolloutWindowCommand,
 	}
 }

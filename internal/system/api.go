@@ -105,6 +105,7 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	lrpService := lrps.NewService(cfg.Store, stopper, rolloutClient, log)
 	var gateSignals lrps.GateSignals
 	if cfg.Temporal != nil {
+		lrpService.WithGroups(cfg.Store, &workflows.GroupClient{Client: cfg.Temporal, TaskQueue: taskQueueOr(cfg.TaskQueue)})
 		gateSignals = rolloutClient
 	}
 	gates := lrps.NewGates(cfg.Store, gateSignals, log)
@@ -118,7 +119,7 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	}
 	var protocolServer *protocol.Server
 	if cfg.ProtocolListener != nil || cfg.ProtocolTLSListener != nil {
-		protocolServer = protocol.NewServer(protocol.Deps{Store: cfg.Store, LRPs: lrpService, Tasks: taskService, Events: hub, Log: log})
+		protocolServer = protocol.NewServer(protocol.Deps{Store: cfg.Store, LRPs: lrpService, Tasks: taskService, Events: hub, Groups: cfg.Store, Log: log})
 		serve := func(ln net.Listener, scheme string) *servedHTTP {
 			if ln == nil {
 				return nil
