@@ -9,7 +9,7 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 # The temporal CLI on PATH if there is one, else the pinned build in bin/.
 TEMPORAL  ?= $(or $(shell command -v temporal 2>/dev/null),$(CURDIR)/bin/temporal)
 
-.PHONY: run cluster demo test test-short compat fuzz bench bench-scale bench-ab chaos soak build vet fmt clean doctor proto proto-check
+.PHONY: run cluster demo test test-short compat fuzz bench bench-fleet bench-scale bench-ab chaos soak build vet fmt clean doctor proto proto-check
 
 build: bin/bbs
 
@@ -62,10 +62,16 @@ compat: $(TEMPORAL)
 test-short:
 	$(GO) test -count=1 -short ./...
 
-## bench: the rollout, task and router benchmarks (figures recorded in docs/BENCHMARKS.md).
+## bench: the rollout (fleet included), task and router benchmarks (figures recorded in docs/BENCHMARKS.md).
 bench: $(TEMPORAL)
-	TEMPORAL_BIN=$(TEMPORAL) $(GO) test ./bench -run '^$$' -bench 'Rollout|Revert|CrashLoop|Tasks|Router|AbortWeight' -benchtime 1x -timeout 60m -v
+	TEMPORAL_BIN=$(TEMPORAL) $(GO) test ./bench -run '^$$' -bench 'Rollout|Revert|CrashLoop|Tasks|Router|AbortWeight' -benchtime 1x -timeout 90m -v
 	TEMPORAL_BIN=$(TEMPORAL) $(GO) test ./auction -run '^$$' -bench . -benchtime 3x
+
+## bench-fleet: one change rolled across 2,000 LRPs as a rollout group (three waves, budgets of 100 LRPs
+## and 4 new instances a cell) beside the same run's 1,000 independent rollouts; part of bench too.
+## BENCH_FLEET_LRPS shrinks it; BENCH_FLEET_FAULT=leader replaces the worker process halfway.
+bench-fleet: $(TEMPORAL)
+	TEMPORAL_BIN=$(TEMPORAL) $(GO) test ./bench -run '^$$' -bench 'RolloutGroupFleet' -benchtime 1x -timeout 60m -v
 
 ## bench-scale: Diego's scale on this machine: 1,000 sim cells, 250,000 instances in 25,000 LRPs
 ## (place all from empty, list them, convergence, API memory; figures in docs/BENCHMARKS.md).

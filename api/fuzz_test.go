@@ -55,6 +55,9 @@ var fuzzDecoders = []fuzzDecoder{
 	fuzzDecoderFor[rejectTaskRequest]("rejectTaskRequest"),
 	fuzzDecoderFor[claimStopRequest]("claimStopRequest"),
 	fuzzDecoderFor[routerReportRequest]("routerReportRequest"),
+	fuzzDecoderFor[createGroupRequest]("createGroupRequest"),
+	fuzzDecoderFor[groupRequest]("groupRequest"),
+	fuzzDecoderFor[listGroupsRequest]("listGroupsRequest"),
 	fuzzDecoderFor[windowRequest]("windowRequest"),
 	fuzzDecoderFor[windowNameRequest]("windowNameRequest"),
 	fuzzDecoderFor[freezeRequest]("freezeRequest"),
@@ -83,6 +86,9 @@ func FuzzDecodeRequests(f *testing.F) {
 	f.Add([]byte(`{"name":"m","schedule":[{"days":["mon"],"start":"09:00","end":"09:00","time_zone":"Local","x":1}]}`))
 	f.Add([]byte(`{"reason":"incident 42"}`))
 	f.Add([]byte(`{"process_guid":"web-1","index":-1,"actual_lrp_key":{"process_guid":"web-1","index":0,"domain":"d"}}`))
+	f.Add([]byte(`{"group_id":"g","selector":{"domain":"cf-apps","metric_tags":{"space":"s"}},"patch":{"rootfs":"preloaded:x","env":[{"name":"A","value":"b"}]},"waves":[{"percent":1},{"percent":100}],"max_concurrent_lrps":5,"max_concurrent_per_cell":2,"max_failed_percent":5,"pause_between_waves_ms":10}`))
+	f.Add([]byte(`{"group_id":"g","selector":{"process_guids":["a"]},"patch":{"rootfs":"preloaded:x","rootf":"y"}}`))
+	f.Add([]byte(`{"group_id":"g","reason":"bad stack"}`))
 
 	f.Fuzz(func(t *testing.T, body []byte) {
 		valid := json.Valid(body)

@@ -31,6 +31,7 @@ type harness struct {
 	server   *api.Server
 	stopper  *recorders.Stopper
 	rollouts *recorders.Rollouts
+	groups   *recorders.Groups
 }
 
 // newHarness returns a ready server with a recording Stopper.
@@ -46,9 +47,11 @@ func newUnreadyHarness(t *testing.T) *harness {
 	t.Helper()
 	store := dbtest.NewStore(t)
 	stopper := &recorders.Stopper{}
-	rollouts := &recorders.Rollouts{}
-	server := api.NewServer(deps(store, stopper, rollouts, zap.NewNop()))
-	return &harness{t: t, store: store, server: server, stopper: stopper, rollouts: rollouts}
+	rollouts, groups := &recorders.Rollouts{}, &recorders.Groups{}
+	d := deps(store, stopper, rollouts, zap.NewNop())
+	d.LRPs.WithGroups(store, groups)
+	server := api.NewServer(d)
+	return &harness{t: t, store: store, server: server, stopper: stopper, rollouts: rollouts, groups: groups}
 }
 
 // deps are a server's parts over store as a process builds them, with stopper and rollouts

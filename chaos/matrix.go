@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -355,6 +356,12 @@ func (m *Matrix) waitRollouts(ctx context.Context, want map[string]expected, wit
 		var why []string
 		for guid, e := range want {
 			r, err := m.c.rollout(ctx, guid)
+			member := slices.Contains(fleetApps, guid)
+			if member && (model.IsType(err, model.ErrResourceNotFound) || (err == nil && r.ToDefinitionID != e.to)) {
+				// The group starts its members wave by wave: this one's rollout is to come.
+				why = append(why, fmt.Sprintf("%s's rollout to %s has not started", guid, e.to))
+				continue
+			}
 			if err != nil {
 				return "", err
 			}
