@@ -60,6 +60,12 @@ type LoadRolloutOutput struct {
 	Rollout             model.Rollout `json:"rollout"`
 	Instances           int32         `json:"instances"`
 	HealthyDefinitionID string        `json:"healthy_definition_id,omitempty"`
+	// Gate is the rollout's gate now (model.RolloutGate): the freeze, and the window its
+	// strategy names. A workflow takes it as each run begins, so that a rollout whose
+	// workflow starts (or resumes) after a freeze's signals went out still holds — with no
+	// command of its own, which the histories recorded before it could not replay. Nil in
+	// the answers those histories recorded.
+	Gate *model.RolloutGate `json:"gate,omitempty"`
 }
 
 // InstanceInput names one instance slot: a definition's instance at an index.
@@ -187,7 +193,9 @@ func nonRetryable(err error) error {
 		return nil
 	}
 	switch t := model.TypeOf(err); t {
-	case model.ErrInvalidRequest, model.ErrResourceNotFound, model.ErrNoUpdateInProgress:
+	// Frozen: a rollback an operator signalled while the fleet is frozen is refused, as the
+	// API refuses it, not retried until the unfreeze.
+	case model.ErrInvalidRequest, model.ErrResourceNotFound, model.ErrNoUpdateInProgress, model.ErrFrozen:
 		return temporal.NewNonRetryableApplicationError(err.Error(), string(t), err)
 	}
 	return err
@@ -206,7 +214,13 @@ func (r *Rollouts) LoadRollout(ctx context.Context, in LoadRolloutInput) (LoadRo
 	if err != nil {
 		return LoadRolloutOutput{}, nonRetryable(err)
 	}
-	return LoadRolloutOutput{Exists: true, Rollout: *ro, Instances: n, HealthyDefinitionID: healthy}, nil
+	out := LoadRolloutOutput{Exists: true, Rollout: *ro, Instances: n, HealthyDefinitionID: healthy}
+	g := gateOf(ro)
+	if err := r.gateAt(ctx, &g, time.Now()); err != nil {
+		return LoadRolloutOutput{}, nonRetryable(err)
+	}
+	out.Gate = &g
+	return out, nil
 }
 
 // DesireInstance makes sure an instance of the definition exists at the index, for placement.

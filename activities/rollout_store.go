@@ -64,4 +64,6 @@ type RolloutStore interface {
 	TrafficStore
 	// AnalysisStore measures windows of the routers' telemetry and keeps verdicts.
 	AnalysisStore
+	// GateStore reads the freeze and rollout windows.
+	GateStore
 }

@@ -18,7 +18,7 @@ func statusOf(t model.ErrorType) int {
 	case model.ErrResourceNotFound:
 		return http.StatusNotFound
 	case model.ErrResourceExists, model.ErrResourceConflict, model.ErrUpdateInProgress,
-		model.ErrNoUpdateInProgress, model.ErrNoRolloutInProgress, model.ErrInvalidPhase, model.ErrInvalidStateTransition, model.ErrCannotBeClaimed,
+		model.ErrNoUpdateInProgress, model.ErrNoRolloutInProgress, model.ErrInvalidPhase, model.ErrFrozen, model.ErrInvalidStateTransition, model.ErrCannotBeClaimed,
 		model.ErrCannotBeStarted, model.ErrCannotBeCrashed, model.ErrCannotBeFailed,
 		model.ErrCannotBeRemoved, model.ErrRunningOnDifferentCell:
 		return http.StatusConflict

@@ -58,6 +58,10 @@ var fuzzDecoders = []fuzzDecoder{
 	fuzzDecoderFor[createGroupRequest]("createGroupRequest"),
 	fuzzDecoderFor[groupRequest]("groupRequest"),
 	fuzzDecoderFor[listGroupsRequest]("listGroupsRequest"),
+	fuzzDecoderFor[windowRequest]("windowRequest"),
+	fuzzDecoderFor[windowNameRequest]("windowNameRequest"),
+	fuzzDecoderFor[freezeRequest]("freezeRequest"),
+	fuzzDecoderFor[struct{}]("emptyRequest"),
 }
 
 // isJSONSpace reports whether body is empty or only JSON whitespace (RFC 8259: space, tab,
@@ -78,6 +82,9 @@ func FuzzDecodeRequests(f *testing.F) {
 	f.Add([]byte(`{"process_guid":"web-1","update":{"definition_id":"v2","definition":{"rootfs":"x","action":{"run":{"path":"/a"}}}},"strategy":{"max_in_flight":2,"canary":{"steps":[{"instances":1}]}}}`))
 	f.Add([]byte(`{"process_guid":"web-1","max_in_flight":3,"reason":"x"}`))
 	f.Add([]byte(`{"router_id":"r-1:8080","started_at":1,"applied":{"web":3},"telemetry":[{"process_guid":"web","definition_id":"v2","requests":1,"errors":0,"latency":[1],"duration_us":5}]}`))
+	f.Add([]byte(`{"name":"maintenance","schedule":[{"days":["mon","sat"],"start":"22:00","end":"02:00","time_zone":"Europe/Berlin"}]}`))
+	f.Add([]byte(`{"name":"m","schedule":[{"days":["mon"],"start":"09:00","end":"09:00","time_zone":"Local","x":1}]}`))
+	f.Add([]byte(`{"reason":"incident 42"}`))
 	f.Add([]byte(`{"process_guid":"web-1","index":-1,"actual_lrp_key":{"process_guid":"web-1","index":0,"domain":"d"}}`))
 	f.Add([]byte(`{"group_id":"g","selector":{"domain":"cf-apps","metric_tags":{"space":"s"}},"patch":{"rootfs":"preloaded:x","env":[{"name":"A","value":"b"}]},"waves":[{"percent":1},{"percent":100}],"max_concurrent_lrps":5,"max_concurrent_per_cell":2,"max_failed_percent":5,"pause_between_waves_ms":10}`))
 	f.Add([]byte(`{"group_id":"g","selector":{"process_guids":["a"]},"patch":{"rootfs":"preloaded:x","rootf":"y"}}`))

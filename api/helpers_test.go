@@ -58,8 +58,13 @@ func newUnreadyHarness(t *testing.T) *harness {
 // (either may be nil: no cells, no Temporal) standing in for the cells and the workflows, and
 // a task service with neither.
 func deps(store *db.Store, stopper lrps.Stopper, rollouts lrps.Rollouts, log *zap.Logger) api.Deps {
+	var gates *lrps.Gates
+	if signals, ok := rollouts.(lrps.GateSignals); ok && rollouts != nil {
+		gates = lrps.NewGates(store, signals, log)
+	}
 	return api.Deps{
 		Store: store,
+		Gates: gates,
 		LRPs:  lrps.NewService(store, stopper, rollouts, log),
 		Tasks: tasks.NewService(store, nil, model.DefaultMaxTaskRetries, log),
 		Log:   log,

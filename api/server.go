@@ -38,6 +38,7 @@ type Store interface {
 	EvacuationStore
 	RolloutStore
 	RolloutGroupStore
+	lrps.GateStore
 	CellStore
 	RouterStore
 }
@@ -52,6 +53,9 @@ type Deps struct {
 	LRPs *lrps.Service
 	// Tasks serves the task routes; required.
 	Tasks *tasks.Service
+	// Gates keeps rollout windows and the freeze and tells the rollouts under way of a
+	// change; nil: one over Store that tells none (a process without Temporal).
+	Gates *lrps.Gates
 	// Events feeds the event streams; nil: they answer Unavailable. A ResumableFeed (the
 	// hub) also resumes a stream after the event its Last-Event-ID names.
 	Events events.Feed
@@ -82,6 +86,10 @@ func NewServer(d Deps) *Server {
 		reg = metrics.NewRegistry()
 	}
 	s := &Server{pinger: d.Store, log: log, metrics: newRequestMetrics(reg), events: d.Events}
+	gates := d.Gates
+	if gates == nil {
+		gates = lrps.NewGates(d.Store, nil, log)
+	}
 	s.router = s.routes(routeHandlers{
 		domains:     &domainHandlers{store: d.Store},
 		desired:     &desiredLRPHandlers{store: d.Store, lrps: d.LRPs},
@@ -94,6 +102,7 @@ func NewServer(d Deps) *Server {
 		lifecycle:   &lifecycleHandlers{store: d.Store, log: log},
 		evacuation:  &evacuationHandlers{store: d.Store},
 		tasks:       &taskHandlers{tasks: d.Tasks},
+		gates:       &gateHandlers{gates: gates},
 	})
 	return s
 }
@@ -111,6 +120,7 @@ type routeHandlers struct {
 	lifecycle   *lifecycleHandlers
 	evacuation  *evacuationHandlers
 	tasks       *taskHandlers
+	gates       *gateHandlers
 }
 
 // MarkReady lets requests through once the database schema is in place.
@@ -170,6 +180,15 @@ func (s *Server) routes(h routeHandlers) chi.Router {
 		r.Post("/v1/rollouts/abort", handle(s, h.rollouts.abort))
 		r.Post("/v1/rollouts/set_pace", handle(s, h.rollouts.setPace))
 		r.Post("/v1/rollouts/promote", handle(s, h.rollouts.promote))
+		r.Post("/v1/rollouts/freeze", handle(s, h.gates.freeze))
+		r.Post("/v1/rollouts/unfreeze", handle(s, h.gates.unfreeze))
+		r.Post("/v1/rollouts/get_freeze", handle(s, h.gates.getFreeze))
+		r.Get("/v1/rollouts/freeze", handle(s, h.gates.getFreeze))
+
+		r.Post("/v1/rollout_windows/upsert", handle(s, h.gates.upsertWindow))
+		r.Post("/v1/rollout_windows/get", handle(s, h.gates.getWindow))
+		r.Post("/v1/rollout_windows/list", handle(s, h.gates.listWindows))
+		r.Post("/v1/rollout_windows/delete", handle(s, h.gates.deleteWindow))
 
 		r.Post("/v1/rollout_groups/create", handle(s, h.groups.create))
 		r.Post("/v1/rollout_groups/get", handle(s, h.groups.get))

@@ -161,7 +161,19 @@ func (s *Store) DesireLRP(ctx context.Context, in *model.DesiredLRP) (*model.Des
 	if err != nil {
 		return nil, err
 	}
-	_, err = s.db.ExecContext(ctx, query, params...)
+	if d.RolloutStrategy != nil && d.RolloutStrategy.Window != nil {
+		// A default naming a window is written with the window's row held (requireWindow): a
+		// transaction only then, the common desire stays one round trip.
+		err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+			if err := requireWindow(ctx, tx, "rollout_strategy", d.RolloutStrategy); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, query, params...)
+			return err
+		})
+	} else {
+		_, err = s.db.ExecContext(ctx, query, params...)
+	}
 	if model.IsType(mapError(err), model.ErrResourceExists) {
 		return nil, model.Errorf(model.ErrResourceExists, "desired LRP %q already exists", d.ProcessGUID)
 	}
@@ -360,6 +372,9 @@ func (s *Store) applyUpdate(ctx context.Context, tx *sqlx.Tx, row *desiredRow, u
 		}
 	}
 	if u.RolloutStrategy != nil {
+		if err := requireWindow(ctx, tx, "rollout_strategy", u.RolloutStrategy); err != nil {
+			return nil, err
+		}
 		if set.RolloutStrategy, err = encodeStrategy(u.RolloutStrategy); err != nil {
 			return nil, err
 		}

@@ -45,6 +45,11 @@ type RolloutStart struct {
 func (s *Store) StartRollout(ctx context.Context, req RolloutRequest) (*RolloutStart, error) {
 	var out *RolloutStart
 	err := s.inTx(ctx, func(tx *sqlx.Tx) (err error) {
+		// The freeze is checked here, not in startRolloutIn: a rollout group's member start
+		// shares that, and a group holds while frozen rather than skip its members.
+		if err := checkFreeze(ctx, tx, req.ProcessGUID, req.Strategy); err != nil {
+			return err
+		}
 		out, err = s.startRolloutIn(ctx, tx, req)
 		return err
 	})
@@ -110,6 +115,9 @@ WHERE process_guid = $1 RETURNING instances`, req.ProcessGUID, to, from); err !=
 		return nil, err
 	}
 	if err := checkWeightCapacity(strategy, instances); err != nil {
+		return nil, err
+	}
+	if err := requireResolvedWindow(ctx, tx, strategy); err != nil {
 		return nil, err
 	}
 	var r rolloutRow

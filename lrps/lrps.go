@@ -113,6 +113,12 @@ func (s *Service) StartRollout(ctx context.Context, req db.RolloutRequest) (*db.
 		return nil, err
 	}
 	s.Stop(ctx, st.ToStop)
+	if bg := st.Rollout.Strategy; bg != nil && bg.BreakGlass != nil {
+		// Recorded on the rollout (strategy.break_glass, in get and its rollout_changed
+		// event) and here, where an operator looks for who passed a freeze.
+		s.log.Warn("rollout started with break_glass: it passes a freeze", zap.String("process_guid", req.ProcessGUID),
+			zap.String("rollout", st.Rollout.ID), zap.String("break_glass", *bg.BreakGlass))
+	}
 	start := s.workflows.StartRollout
 	if st.Superseded != nil {
 		start = s.workflows.SupersedeRollout

@@ -26,6 +26,9 @@ const (
 	ErrNoRolloutInProgress    ErrorType = "NoRolloutInProgress"
 	ErrInvalidPhase           ErrorType = "InvalidPhase"
 	ErrInvalidStateTransition ErrorType = "InvalidStateTransition"
+	// ErrFrozen refuses to start a rollout while the fleet is frozen (POST
+	// /v1/rollouts/freeze); an update with strategy.break_glass passes.
+	ErrFrozen                 ErrorType = "Frozen"
 	ErrCannotBeClaimed        ErrorType = "ActualLRPCannotBeClaimed"
 	ErrCannotBeStarted        ErrorType = "ActualLRPCannotBeStarted"
 	ErrCannotBeCrashed        ErrorType = "ActualLRPCannotBeCrashed"

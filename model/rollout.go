@@ -53,6 +53,11 @@ const (
 	PhaseFailed     = "failed"
 	PhaseSuperseded = "superseded"
 	PhaseReverted   = "reverted"
+	// PhaseWaitingForWindow: held at an index boundary until the window the strategy names
+	// opens; PhaseFrozen: held by the fleet's freeze until an unfreeze. Both walk on by
+	// themselves (ROLLOUTS-NEXT.md section 6).
+	PhaseWaitingForWindow = "waiting_for_window"
+	PhaseFrozen           = "frozen"
 )
 
 // RolloutPhaseOf is the phase of a rollout in the given state: a cancel's walk back is a

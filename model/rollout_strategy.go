@@ -109,32 +109,55 @@ type RolloutAnalysis struct {
 // wrong type are InvalidRequest, naming the field.
 func (s *RolloutStrategy) UnmarshalJSON(data []byte) error {
 	type plain RolloutStrategy // no UnmarshalJSON: no recursion
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var v plain
-	if err := dec.Decode(&v); err != nil {
-		return strategyDecodeError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return invalid("strategy: unexpected data after the object")
+	if err := DecodeStrict("strategy", data, &v); err != nil {
+		return err
 	}
 	*s = RolloutStrategy(v)
 	return nil
 }
 
-func strategyDecodeError(err error) error {
+// DecodeStrict decodes one JSON value into v (which must not decode itself through
+// DecodeStrict, or it recurses), refusing unknown fields at any depth, values of the wrong
+// type and data after the value: InvalidRequest, naming the field under what ("strategy"
+// names strategy.max_in_flight; "" names the field alone).
+func DecodeStrict(what string, data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return strictDecodeError(what, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return invalid("%sunexpected data after the object", prefixed(what, ": "))
+	}
+	return nil
+}
+
+// prefixed is what followed by sep, or "" for no what.
+func prefixed(what, sep string) string {
+	if what == "" {
+		return ""
+	}
+	return what + sep
+}
+
+func strictDecodeError(what string, err error) error {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		field := typeErr.Field
 		if field == "" {
 			field = "value"
 		}
-		return invalid("strategy.%s: expected %s, got JSON %s", field, DescribeJSONType(typeErr.Type.String()), typeErr.Value)
+		return invalid("%s%s: expected %s, got JSON %s", prefixed(what, "."), field, DescribeJSONType(typeErr.Type.String()), typeErr.Value)
 	}
 	if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return invalid("strategy: unknown field %s", msg)
+		return invalid("%sunknown field %s", prefixed(what, ": "), msg)
 	}
-	return invalid("strategy: %v", err)
+	var me *Error
+	if errors.As(err, &me) {
+		return me
+	}
+	return invalid("%s%v", prefixed(what, ": "), err)
 }
 
 // Validate checks every field that is given. It does not ask whether this server can carry
@@ -175,11 +198,16 @@ func (s *RolloutStrategy) Validate() error {
 	if err := s.Analysis.validate(); err != nil {
 		return err
 	}
-	if s.Window != nil && *s.Window == "" {
-		return invalid("strategy.window must not be empty")
+	if s.Window != nil {
+		if err := ValidateWindowName("strategy.window", *s.Window); err != nil {
+			return err
+		}
 	}
 	if s.BreakGlass != nil && strings.TrimSpace(*s.BreakGlass) == "" {
 		return invalid("strategy.break_glass must give a reason")
+	}
+	if s.BreakGlass != nil && len(*s.BreakGlass) > MaxFreezeReason {
+		return invalid("strategy.break_glass is %d bytes, more than %d", len(*s.BreakGlass), MaxFreezeReason)
 	}
 	return nil
 }
@@ -376,14 +404,9 @@ func (s *RolloutStrategy) ValidateDefault() error {
 
 // Supported refuses, with InvalidRequest, what a valid strategy asks for that the walk engine
 // does not carry out yet, rather than accept it and walk otherwise. It checks the fields a
-// request gives (a strategy as given, not as resolved).
+// request gives (a strategy as given, not as resolved). Every field is carried out today; a
+// window's existence is the store's to check, in the transaction that names it.
 func (s *RolloutStrategy) Supported() error {
-	if s == nil {
-		return nil
-	}
-	if s.Window != nil {
-		return invalid("strategy.window: no rollout window %q is defined", *s.Window)
-	}
 	return nil
 }
 

@@ -31,6 +31,7 @@ var errorTypes = map[model.ErrorType]pb.Error_Type{
 	model.ErrNoUpdateInProgress:     pb.Error_ResourceConflict,
 	model.ErrNoRolloutInProgress:    pb.Error_ResourceConflict,
 	model.ErrInvalidPhase:           pb.Error_ResourceConflict,
+	model.ErrFrozen:                 pb.Error_ResourceConflict,
 	model.ErrInvalidStateTransition: pb.Error_InvalidStateTransition,
 	model.ErrCannotBeClaimed:        pb.Error_ActualLRPCannotBeClaimed,
 	model.ErrCannotBeStarted:        pb.Error_ActualLRPCannotBeStarted,

@@ -93,6 +93,11 @@ type RolloutInput struct {
 	// Analysis is the resolved strategy's analysis, for steps with analysis and a background
 	// analysis (nil: neither).
 	Analysis *model.AnalysisPolicy `json:"analysis,omitempty"`
+	// Window and BreakGlass are the resolved strategy's window and whether it passes a freeze
+	// (rollout_gate.go). The run reads both from the row as it begins; a supersede's signal
+	// carries them.
+	Window     string `json:"window,omitempty"`
+	BreakGlass bool   `json:"break_glass,omitempty"`
 
 	// Group names the rollout group the rollout is a member of, for its search attribute
 	// ("": none). The walk does not read it: a member walks as any rollout does.
@@ -234,6 +239,10 @@ type SupersedeSignal struct {
 	Canary           []CanaryStep   `json:"canary,omitempty"`
 	// Analysis is the new rollout's analysis (nil: none).
 	Analysis *model.AnalysisPolicy `json:"analysis,omitempty"`
+	// Window and BreakGlass are the new rollout's (rollout_gate.go); with Failure nil (older
+	// signals) the run keeps its own.
+	Window     string `json:"window,omitempty"`
+	BreakGlass bool   `json:"break_glass,omitempty"`
 }
 
 // AbortSignal is the payload of SignalAbort.
@@ -389,6 +398,10 @@ type rollout struct {
 	progressTimer workflow.Future
 
 	cancelCh, pauseCh, resumeCh, supersedeCh, rollbackCh, setPaceCh, abortCh, promoteCh workflow.ReceiveChannel
+	freezeCh, windowCh                                                                  workflow.ReceiveChannel
+
+	// gate is what holds the forward walk besides a pause: the freeze, a closed window.
+	gate gate
 
 	searchable bool
 	shown      [2]string // state and target of the last search attribute upsert
@@ -429,6 +442,8 @@ func newRollout(ctx workflow.Context, in RolloutInput) *rollout {
 		setPaceCh:   workflow.GetSignalChannel(ctx, SignalSetPace),
 		abortCh:     workflow.GetSignalChannel(ctx, SignalAbort),
 		promoteCh:   workflow.GetSignalChannel(ctx, SignalPromote),
+		freezeCh:    workflow.GetSignalChannel(ctx, SignalFreeze),
+		windowCh:    workflow.GetSignalChannel(ctx, SignalWindowChanged),
 		searchable:  workflow.GetTypedSearchAttributes(ctx).ContainsKey(SearchAttrProcessGUID),
 		phased:      workflow.GetTypedSearchAttributes(ctx).ContainsKey(SearchAttrRolloutPhase),
 		current:     workflow.GetInfo(ctx).WorkflowType.Name == RolloutWorkflowType,
@@ -474,6 +489,7 @@ func (r *rollout) begin() (out RolloutOutput, over bool, err error) {
 		out, err = r.finish(model.RolloutFailed, "the LRP was removed")
 		return out, true, err
 	}
+	r.takeGate(load.Gate)
 	if workflow.GetInfo(r.ctx).ContinuedExecutionRunID == "" {
 		switch load.Rollout.State {
 		case model.RolloutActive:

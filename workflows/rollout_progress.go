@@ -37,7 +37,7 @@ func (r *rollout) progress() RolloutProgress {
 		FromDefinitionID: r.in.FromDefinitionID, ToDefinitionID: r.in.ToDefinitionID,
 		Superseded:  append([]string(nil), r.walked.Superseded...),
 		MaxInFlight: r.in.MaxInFlight,
-		Phase:       r.canaryPhase(), Step: r.walked.Step,
+		Phase:       r.recordedPhase(), Step: r.walked.Step,
 	}
 	for _, s := range r.inFlight {
 		p.InFlight = append(p.InFlight, s.index)
@@ -65,9 +65,9 @@ func (r *rollout) progressRecord() model.RolloutProgress {
 		UpdatedInstances: r.updatedCount(), GivenUpIndices: append([]int32{}, r.walked.GivenUp...),
 		RunID:   workflow.GetInfo(r.ctx).WorkflowExecution.RunID,
 		Failure: r.walked.Failure, RevertFailure: r.walked.RevertFailure,
-		Phase: r.canaryPhase(),
+		Phase: r.recordedPhase(),
 	}
-	if p.Phase != "" {
+	if r.canaryPhase() != "" {
 		step := int32(r.walked.Step)
 		p.Step = &step
 	}
@@ -111,6 +111,7 @@ func (r *rollout) publish() {
 	if f := r.walked.RevertFailure; f != nil {
 		details += "\n\nthe revert failed in turn, paused for a human: " + failureText(f)
 	}
+	details += r.gateText()
 	workflow.SetCurrentDetails(r.ctx, details)
 	// A run without RolloutPhase upserts only when its state or target changes, as every
 	// run did before the phase was shown (and as its recorded history says).
@@ -139,7 +140,7 @@ func (r *rollout) phaseOnlyUpserts() bool {
 // (db's rolloutRow.model): the canary phase while it walks forward with canary steps, else
 // its state's (model.RolloutPhaseOf).
 func (r *rollout) rolloutPhase() string {
-	if p := r.canaryPhase(); p != "" {
+	if p := r.recordedPhase(); p != "" {
 		return p
 	}
 	return model.RolloutPhaseOf(r.phase.state())
@@ -230,4 +231,13 @@ func (r *rollout) fail(err error) (RolloutOutput, error) {
 		workflow.GetLogger(r.ctx).Error("finish failed rollout", "error", ferr)
 	}
 	return RolloutOutput{}, err
+}
+
+// recordedPhase is the phase the row keeps beside its state (empty: the state's): the gate's
+// while it holds the walk, else the canary phase.
+func (r *rollout) recordedPhase() string {
+	if p := r.gatePhase(); p != "" {
+		return p
+	}
+	return r.canaryPhase()
 }

@@ -36,6 +36,8 @@ type recordingScenario struct {
 	// failWindow is the analysis window whose canary answers 10 % 500s ("": none).
 	failWindow string
 	in         func(in *workflows.RolloutInput)
+	// setup prepares the store before the rollout starts (a freeze, windows, strategies).
+	setup func(m *memStore)
 	// steer signals the running workflow; it returns once it has sent its last signal.
 	steer func(ctx context.Context, t *testing.T, r *recording)
 	// check looks at the end state.
@@ -381,6 +383,104 @@ var recordingScenarios = []recordingScenario{
 			expectInstances(t, r, on("def1", 4))
 		},
 	},
+	{
+		// A freeze mid-walk holds it at the next index boundary; the unfreeze lets it go on.
+		// An instance takes a second to start: the freeze reaches the run while indices are
+		// left (in memory, a run reads a new limit at its next tick, so one more may start).
+		name: "freeze", instances: 5, startIn: time.Second,
+		steer: func(ctx context.Context, t *testing.T, r *recording) {
+			r.waitProgress(ctx, t, "r1", updated(1))
+			r.freeze(ctx, t, model.RolloutFreeze{Frozen: true, Reason: "incident", Generation: 1})
+			r.waitProgress(ctx, t, "r1", phase(model.PhaseFrozen))
+			// The indices in flight finish; then the walk holds short of its end.
+			p := r.query(ctx, t)
+			for ; len(p.InFlight) > 0 && ctx.Err() == nil; p = r.query(ctx, t) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if p.Phase != model.PhaseFrozen || len(p.Updated) >= 5 {
+				t.Errorf("progress while frozen %+v", p)
+			}
+			r.freeze(ctx, t, model.RolloutFreeze{Generation: 2})
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutCompleted, []int32{0, 1, 2, 3, 4})
+			expectInstances(t, r, on("def2", 5))
+		},
+	},
+	{
+		// Frozen before the workflow started (the freeze's signals missed it): held before
+		// its first index, from the gate its first load read.
+		name: "frozen_at_start", instances: 2, startIn: 100 * time.Millisecond,
+		setup: func(m *memStore) { m.freeze = model.RolloutFreeze{Frozen: true, Reason: "holidays", Generation: 5} },
+		steer: func(ctx context.Context, t *testing.T, r *recording) {
+			r.waitProgress(ctx, t, "r1", phase(model.PhaseFrozen))
+			if p := r.query(ctx, t); len(p.Updated) != 0 || len(p.InFlight) != 0 {
+				t.Errorf("progress while frozen %+v", p)
+			}
+			r.freeze(ctx, t, model.RolloutFreeze{Generation: 6})
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutCompleted, []int32{0, 1})
+		},
+	},
+	{
+		// A rollout that broke the glass walks through a freeze.
+		name: "break_glass", instances: 2, startIn: 100 * time.Millisecond,
+		setup: func(m *memStore) {
+			m.freeze = model.RolloutFreeze{Frozen: true, Reason: "holidays", Generation: 5}
+			reason := "hotfix"
+			m.strategies = map[string]*model.RolloutStrategy{"r1": {BreakGlass: &reason}}
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutCompleted, []int32{0, 1})
+		},
+	},
+	{
+		// Its window is closed: it waits (a timer on the next opening) until the window is
+		// upserted open, which the API tells it (SignalWindowChanged).
+		name: "window", instances: 2, startIn: 100 * time.Millisecond,
+		setup: func(m *memStore) {
+			name := "w"
+			m.strategies = map[string]*model.RolloutStrategy{"r1": {Window: &name}}
+			m.windows = map[string]*model.RolloutWindow{"w": closedWindow(time.Now())}
+		},
+		steer: func(ctx context.Context, t *testing.T, r *recording) {
+			r.waitProgress(ctx, t, "r1", phase(model.PhaseWaitingForWindow))
+			r.store.mu.Lock()
+			r.store.windows["w"] = alwaysOpen()
+			r.store.mu.Unlock()
+			r.signal(ctx, t, workflows.SignalWindowChanged, nil)
+		},
+		check: func(t *testing.T, r *recording, out workflows.RolloutOutput) {
+			expectOutput(t, out, "r1", model.RolloutCompleted, []int32{0, 1})
+		},
+	},
+}
+
+// freeze sets the store's freeze, then tells the workflow, as the API does.
+func (r *recording) freeze(ctx context.Context, t *testing.T, f model.RolloutFreeze) {
+	t.Helper()
+	r.store.mu.Lock()
+	r.store.freeze = f
+	r.store.mu.Unlock()
+	r.signal(ctx, t, workflows.SignalFreeze, workflows.FreezeSignal{Frozen: f.Frozen, Reason: f.Reason, Generation: f.Generation})
+}
+
+func phase(want string) func(model.RolloutProgress) bool {
+	return func(p model.RolloutProgress) bool { return p.Phase == want }
+}
+
+// closedWindow is a window closed for days around now: an hour, three days later.
+func closedWindow(now time.Time) *model.RolloutWindow {
+	day := [...]string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}[now.UTC().AddDate(0, 0, 3).Weekday()]
+	return &model.RolloutWindow{Name: "w", Schedule: []model.WindowSpan{{Days: []string{day}, Start: "10:00", End: "11:00", TimeZone: "UTC"}}}
+}
+
+// alwaysOpen is a window open at every instant.
+func alwaysOpen() *model.RolloutWindow {
+	all := []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
+	return &model.RolloutWindow{Name: "w", Schedule: []model.WindowSpan{
+		{Days: all, Start: "00:00", End: "23:59", TimeZone: "UTC"}, {Days: all, Start: "23:59", End: "00:00", TimeZone: "UTC"}}}
 }
 
 // TestRecordRolloutHistories records a history of every scenario on a real dev server, from
@@ -462,6 +562,9 @@ func recordScenario(t *testing.T, c client.Client, dir string, sc recordingScena
 		store.hang[s] = true
 	}
 	store.failWindow = sc.failWindow
+	if sc.setup != nil {
+		sc.setup(store)
+	}
 	store.crash = map[string]bool{}
 	for _, s := range sc.crash {
 		store.crash[s] = true

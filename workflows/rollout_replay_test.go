@@ -65,6 +65,26 @@ type memStore struct {
 	splits []model.TrafficSplit
 	// failWindow is the analysis window whose canary answers 10 % 500s.
 	failWindow string
+	// freeze is the fleet's freeze, windows the rollout windows, strategies the rollouts'
+	// strategies by id (nil: none).
+	freeze     model.RolloutFreeze
+	windows    map[string]*model.RolloutWindow
+	strategies map[string]*model.RolloutStrategy
+}
+
+func (m *memStore) FreezeState(context.Context) (model.RolloutFreeze, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.freeze, nil
+}
+
+func (m *memStore) RolloutWindow(_ context.Context, name string) (*model.RolloutWindow, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if w := m.windows[name]; w != nil {
+		return w, nil
+	}
+	return nil, model.Errorf(model.ErrResourceNotFound, "rollout window %q not found", name)
 }
 
 type memRun struct {
@@ -83,7 +103,7 @@ func (m *memStore) RolloutByID(_ context.Context, id string) (*model.Rollout, er
 	if st == "" {
 		st = model.RolloutActive
 	}
-	return &model.Rollout{ID: id, ProcessGUID: "app", State: st}, nil
+	return &model.Rollout{ID: id, ProcessGUID: "app", State: st, Strategy: m.strategies[id]}, nil
 }
 
 // StartRollout records a rollback as a new rollout row (the rollback signal's path).

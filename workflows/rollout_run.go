@@ -128,7 +128,7 @@ func (r *rollout) runInput(in *activities.WalkRunInput, s *step) {
 
 // runLimit is how many indices a run may have in flight now: none while the walk is held.
 func (r *rollout) runLimit() int {
-	if r.phase.held() {
+	if r.held() {
 		return 0
 	}
 	return r.in.MaxInFlight
@@ -284,7 +284,7 @@ func (r *rollout) backRunDone(res stepResult) {
 func (r *rollout) steerRuns() {
 	want := r.runLimit()
 	steer := slices.ContainsFunc(r.inFlight, func(s *step) bool { return s.run && s.fence != 0 && s.limit != want })
-	if !steer && !r.phase.held() && r.in.MaxInFlight == 1 {
+	if !steer && !r.held() && r.in.MaxInFlight == 1 {
 		return // neither version has anything to do
 	}
 	if !r.oneEngine() {
@@ -310,7 +310,7 @@ func (r *rollout) steerRuns() {
 // (set_pace): the index each is at finishes as a step (stopRun), and the walk then goes on
 // as the phase and the pace say — nothing until a resume, or steps side by side.
 func (r *rollout) stopIndexRuns() {
-	if !r.phase.held() && r.in.MaxInFlight == 1 {
+	if !r.held() && r.in.MaxInFlight == 1 {
 		return
 	}
 	for _, s := range r.inFlight {

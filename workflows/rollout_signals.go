@@ -19,6 +19,7 @@ type signal struct {
 	pace      SetPaceSignal
 	abort     AbortSignal
 	promote   PromoteSignal
+	freeze    FreezeSignal
 }
 
 // newRollout reports whether the signal starts a new rollout: all that counts once the
@@ -46,6 +47,10 @@ func (r *rollout) apply(s signal) bool {
 		return r.onAbort(s.abort)
 	case SignalPromote:
 		return r.onPromote(s.promote)
+	case SignalFreeze:
+		return r.onFreeze(s.freeze)
+	case SignalWindowChanged:
+		return r.onWindowChanged()
 	}
 	return false
 }
@@ -66,6 +71,7 @@ func (r *rollout) payloads() []payloadChannel {
 		{r.setPaceCh, SignalSetPace, func(s *signal) any { return &s.pace }},
 		{r.abortCh, SignalAbort, func(s *signal) any { return &s.abort }},
 		{r.promoteCh, SignalPromote, func(s *signal) any { return &s.promote }},
+		{r.freezeCh, SignalFreeze, func(s *signal) any { return &s.freeze }},
 	}
 }
 
@@ -87,6 +93,7 @@ func (r *rollout) addSignals(sel workflow.Selector, changed *bool) {
 	add(r.temporalCancel, bare(SignalCancel))
 	add(r.pauseCh, bare(SignalPause))
 	add(r.resumeCh, bare(SignalResume))
+	add(r.windowCh, bare(SignalWindowChanged))
 	for _, p := range r.payloads() {
 		add(p.ch, func(c workflow.ReceiveChannel) signal {
 			s := signal{name: p.name}
@@ -107,6 +114,9 @@ func (r *rollout) pending() []signal {
 	}
 	if r.resumeCh.ReceiveAsync(nil) {
 		out = append(out, signal{name: SignalResume})
+	}
+	if r.windowCh.ReceiveAsync(nil) {
+		out = append(out, signal{name: SignalWindowChanged})
 	}
 	for _, p := range r.payloads() {
 		if s := (signal{name: p.name}); p.ch.ReceiveAsync(p.into(&s)) {
@@ -207,6 +217,7 @@ func (r *rollout) onSupersede(sig SupersedeSignal) bool {
 	if sig.Failure != nil {
 		r.in.Failure, r.in.MinReady, r.in.ProgressDeadline, r.in.Canary = sig.Failure, sig.MinReady, sig.ProgressDeadline, sig.Canary
 		r.in.Analysis = sig.Analysis
+		r.onSupersedeGate(sig)
 	}
 	r.walked.Step, r.walked.StepHold, r.walked.StepUntil, r.stepTimer = 0, "", 0, nil
 	// The supersede's start gave the LRP back to routing by instances.

@@ -134,7 +134,8 @@ func StartRollout(ctx context.Context, c client.Client, taskQueue string, in Rol
 func SupersedeRollout(ctx context.Context, c client.Client, taskQueue string, in RolloutInput) error {
 	sig := SupersedeSignal{RolloutID: in.RolloutID, ToDefinitionID: in.ToDefinitionID, Kind: in.Kind,
 		FromDefinitionID: in.FromDefinitionID, MaxInFlight: in.MaxInFlight, IndexDeadline: in.IndexDeadline, Failure: in.Failure,
-		MinReady: in.MinReady, ProgressDeadline: in.ProgressDeadline, Canary: in.Canary, Analysis: in.Analysis}
+		MinReady: in.MinReady, ProgressDeadline: in.ProgressDeadline, Canary: in.Canary, Analysis: in.Analysis,
+		Window: in.Window, BreakGlass: in.BreakGlass}
 	err := startRollout(taskQueue, in, func(opts client.StartWorkflowOptions) error {
 		_, err := c.SignalWithStartWorkflow(ctx, model.RolloutWorkflowID(in.ProcessGUID), SignalSupersede, sig, opts, RolloutWorkflowType, in)
 		return err
@@ -185,12 +186,24 @@ func (rc *RolloutClient) Input(r *model.Rollout, domain string) RolloutInput {
 	if ms := r.Strategy.IndexDeadlineMSOr(0); ms > 0 {
 		deadline = time.Duration(ms) * time.Millisecond
 	}
-	return RolloutInput{RolloutID: r.ID, ProcessGUID: r.ProcessGUID, Domain: domain,
+	in := RolloutInput{RolloutID: r.ID, ProcessGUID: r.ProcessGUID, Domain: domain,
 		FromDefinitionID: r.FromDefinitionID, ToDefinitionID: r.ToDefinitionID, Kind: r.Kind,
 		MaxInFlight: r.Strategy.MaxInFlightOr(rc.MaxInFlight), IndexDeadline: deadline, Runs: true, WalkByRuns: true,
 		Failure: failurePolicy(r.Strategy), MinReady: millis(r.Strategy, func(s *model.RolloutStrategy) *int64 { return s.MinReadyMS }),
 		ProgressDeadline: millis(r.Strategy, func(s *model.RolloutStrategy) *int64 { return s.ProgressDeadlineMS }),
 		Canary:           canarySteps(r.Strategy), Analysis: analysisPolicy(r.Strategy), Group: r.GroupID}
+	if s := r.Strategy; s != nil {
+		in.Window, in.BreakGlass = deref(s.Window), s.BreakGlass != nil
+	}
+	return in
+}
+
+// deref is *s, or "" for nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // analysisPolicy is a resolved strategy's analysis when a step or the background uses it.
@@ -330,4 +343,18 @@ func (rc *RolloutClient) Control(ctx context.Context, r *model.Rollout, c model.
 		return fmt.Errorf("signal %s to the rollout of %s: %w", name, r.ProcessGUID, err)
 	}
 	return nil
+}
+
+// SignalFreeze tells the LRP's rollout workflow of the freeze f (SignalFreeze).
+func (rc *RolloutClient) SignalFreeze(ctx context.Context, guid string, f model.RolloutFreeze) error {
+	sig := FreezeSignal{Frozen: f.Frozen, Reason: f.Reason, Generation: f.Generation}
+	if err := rc.Client.SignalWorkflow(ctx, model.RolloutWorkflowID(guid), "", SignalFreeze, sig); err != nil {
+		return fmt.Errorf("signal %s to the rollout of %s: %w", SignalFreeze, guid, err)
+	}
+	return nil
+}
+
+// SignalWindowChanged tells the LRP's rollout workflow that its window changed.
+func (rc *RolloutClient) SignalWindowChanged(ctx context.Context, guid string) error {
+	return SignalRollout(ctx, rc.Client, guid, SignalWindowChanged)
 }

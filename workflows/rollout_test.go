@@ -58,6 +58,9 @@ type world struct {
 	refuseWeight bool
 	// verdicts are JudgeAnalysis's answers by window (default: pass).
 	verdicts map[string]string
+	// gate is the rollout's gate at an instant of the workflow clock, as LoadRollout and
+	// RolloutGate answer it (nil: none, as before the gate).
+	gate func(at time.Time) *model.RolloutGate
 }
 
 // execute runs the rollout workflow with in, as workflows.RolloutWorkflowType unless legacy.
@@ -102,7 +105,19 @@ func newWorld(t *testing.T, instances int32) *world {
 			if w.rollout != nil {
 				row = *w.rollout
 			}
-			return activities.LoadRolloutOutput{Exists: true, Instances: w.instances, HealthyDefinitionID: w.healthy, Rollout: row}, nil
+			out := activities.LoadRolloutOutput{Exists: true, Instances: w.instances, HealthyDefinitionID: w.healthy, Rollout: row}
+			if w.gate != nil {
+				out.Gate = w.gate(w.env.Now())
+			}
+			return out, nil
+		})
+	env.OnActivity(rollouts.RolloutGate, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.RolloutGateInput) (model.RolloutGate, error) {
+			w.record("gate")
+			if !in.At.Equal(w.env.Now()) {
+				t.Errorf("RolloutGate asked at %s, the workflow's time is %s", in.At, w.env.Now())
+			}
+			return *w.gate(in.At), nil
 		})
 	env.OnActivity(rollouts.DesireInstance, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.InstanceInput) (activities.DesireInstanceOutput, error) {

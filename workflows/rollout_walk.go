@@ -124,11 +124,12 @@ func (r *rollout) wantContinueAsNew() bool {
 func (r *rollout) walk() stopCause {
 	r.stop = stopNone
 	for {
-		walkedAll := false
+		r.refreshGate()
+		walkedAll := r.gateHeldAtTheEnd()
 		r.beginBackground()
 		r.steerTraffic()
 		// An index run walks the indices after its own: nothing else starts beside it.
-		for !r.phase.held() && r.stop == stopNone && !r.wantContinueAsNew() && len(r.inFlight) < r.limit() && !r.runInFlight() && !r.atStep() {
+		for !r.held() && r.stop == stopNone && !r.wantContinueAsNew() && len(r.inFlight) < r.limit() && !r.runInFlight() && !r.atStep() {
 			i, ok, err := r.nextIndex()
 			if err != nil {
 				r.abort(err)
@@ -144,7 +145,7 @@ func (r *rollout) walk() stopCause {
 				r.start(i)
 			}
 		}
-		if len(r.inFlight) == 0 && r.stop == stopNone && !r.phase.held() && r.atStep() {
+		if len(r.inFlight) == 0 && r.stop == stopNone && !r.held() && r.atStep() {
 			on, began := r.holdAtStep()
 			if on {
 				continue // a step without a hold: on to the next
@@ -179,11 +180,13 @@ func (r *rollout) walk() stopCause {
 		r.addStepTimer(sel, &changed)
 		r.addTrafficWait(sel, &changed)
 		r.addAnalysisTimers(sel, &changed)
+		r.addGateTimer(sel, &changed)
 		sel.Select(r.ctx)
 		// Steps that ended together, and signals that came with them, are taken in one go.
 		for sel.HasPending() {
 			sel.Select(r.ctx)
 		}
+		r.refreshGate() // before the runs are steered: a window that closed drains them
 		// A window's verdict may fail the rollout; a walk back then takes the new definition's
 		// weight to 0 before any instance is touched.
 		r.steerAnalysis()

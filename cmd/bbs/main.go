@@ -36,7 +36,9 @@ commands:
   tps-watcher  report instance crashes to Cloud Controller, from the BBS event stream
   lb        the load-balancing front of several API replicas (round robin, failover)
   rollout   a rollout's live view and controls: status, watch (exits non-zero when it
-            ends failed or reverted), pause, resume, set-pace, abort (bbs rollout -h)
+            ends failed or reverted), pause, resume, set-pace, abort, and the fleet's
+            freeze and unfreeze (bbs rollout -h)
+  rollout-window  the rollout windows: upsert, get, list, delete (bbs rollout-window -h)
   cluster   the production topology on one machine (make cluster): PostgreSQL, the real
             Temporal server and its UI, 2 API replicas behind 'bbs lb', 2 workers, 3 cells
             and the router, each a supervised process, mutual TLS between them
@@ -86,20 +88,21 @@ func main() {
 // commands are the subcommands: docker-compose.yml's services name them (a test checks it).
 func commands() map[string]func(ctx context.Context, args []string) error {
 	return map[string]func(ctx context.Context, args []string) error{
-		"api":           runAPICommand,
-		"worker":        runWorkerCommand,
-		"migrate":       runMigrateCommand,
-		"dev":           runDevCommand,
-		"cluster":       runClusterCommand,
-		"lb":            runLBCommand,
-		"cell":          runCellCommand,
-		"router":        runRouterCommand,
-		"ssh-proxy":     runSSHProxyCommand,
-		"ssh-code":      runSSHCodeCommand,
-		"sshd":          runSSHDCommand,
-		"tps-watcher":   runTPSWatcherCommand,
-		"rollout":       runRolloutCommand,
-		"rollout-group": runRolloutGroupCommand,
+		"api":            runAPICommand,
+		"worker":         runWorkerCommand,
+		"migrate":        runMigrateCommand,
+		"dev":            runDevCommand,
+		"cluster":        runClusterCommand,
+		"lb":             runLBCommand,
+		"cell":           runCellCommand,
+		"router":         runRouterCommand,
+		"ssh-proxy":      runSSHProxyCommand,
+		"ssh-code":       runSSHCodeCommand,
+		"sshd":           runSSHDCommand,
+		"tps-watcher":    runTPSWatcherCommand,
+		"rollout":        runRolloutCommand,
+		"rollout-group":  runRolloutGroupCommand,
+		"rollout-window": runRolloutWindowCommand,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/updatable-lrps/bbs/bbsclient"
 	"github.com/updatable-lrps/bbs/internal/boot"
@@ -84,4 +85,33 @@ func exitCode(err error) int {
 		return int(e)
 	}
 	return 1
+}
+
+// runRolloutWindowCommand is `bbs rollout-window <verb> [flags] [arguments]`: the rollout
+// windows over the JSON API (internal/rolloutcli).
+func runRolloutWindowCommand(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(os.Stderr, rolloutcli.WindowUsage)
+		return flag.ErrHelp
+	}
+	verb := args[0]
+	cmd := boot.NewCommand("rollout-window " + verb)
+	apiURL := cmd.Flags.String("api", boot.EnvOr("BBS_API_URL", "http://127.0.0.1:8889"), "the BBS JSON API [BBS_API_URL]")
+	file := cmd.Flags.String("file", "", "upsert: a JSON file with the window (name and schedule), instead of spans")
+	cmd.PeerTLS()
+	cmd.ConsoleLog()
+	cmd.Flags.Usage = func() {
+		fmt.Fprint(os.Stderr, rolloutcli.WindowUsage)
+		cmd.Flags.PrintDefaults()
+	}
+	p, err := cmd.Start(ctx, args[1:])
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	code := rolloutcli.RunWindow(ctx, bbsclient.New(*apiURL, p.PeerTLS), verb, cmd.Flags.Args(), *file, time.Now(), os.Stdout, os.Stderr)
+	if code != rolloutcli.ExitOK {
+		return errExit(code)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ package recorders
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -78,6 +79,16 @@ func (r *Rollouts) CancelRollout(_ context.Context, ro *model.Rollout, _ string)
 // Control records a control: kind:guid:to, then the control's kind.
 func (r *Rollouts) Control(_ context.Context, ro *model.Rollout, c model.RolloutControl) error {
 	return r.record("control-"+c.Kind, ro)
+}
+
+// SignalFreeze records a freeze told to a rollout: freeze:guid:frozen.
+func (r *Rollouts) SignalFreeze(_ context.Context, guid string, f model.RolloutFreeze) error {
+	return r.record("freeze", &model.Rollout{ProcessGUID: guid, ToDefinitionID: fmt.Sprint(f.Frozen)})
+}
+
+// SignalWindowChanged records a window change told to a rollout: window:guid:.
+func (r *Rollouts) SignalWindowChanged(_ context.Context, guid string) error {
+	return r.record("window", &model.Rollout{ProcessGUID: guid})
 }
 
 // Defaults is the contract's default strategy, as a server without flags resolves it.

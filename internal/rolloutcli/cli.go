@@ -46,6 +46,9 @@ verbs:
   set-pace <guid> <n>       replace n indices at once from the next index on
   abort <guid> [reason]     stop and revert to the definition the rollout started from
   promote <guid>            leave a manual canary step (--full: skip the remaining steps)
+  freeze <reason>           refuse new rollouts (Frozen; strategy.break_glass passes) and hold
+                            every rollout under way at its next index boundary
+  unfreeze                  lift the freeze: held rollouts walk on by themselves
 
 flags:
 `
@@ -59,6 +62,9 @@ type Client interface {
 	SetRolloutPace(ctx context.Context, guid string, maxInFlight int32) (*model.Rollout, error)
 	AbortRollout(ctx context.Context, guid, reason string) (*model.Rollout, error)
 	PromoteRollout(ctx context.Context, guid string, full bool) (*model.Rollout, error)
+	RolloutFreeze(ctx context.Context) (model.RolloutFreeze, error)
+	FreezeRollouts(ctx context.Context, reason string) (model.RolloutFreeze, int, error)
+	UnfreezeRollouts(ctx context.Context) (model.RolloutFreeze, int, error)
 }
 
 var _ Client = (*bbsclient.Client)(nil)
@@ -83,6 +89,10 @@ func (o *Options) Flags(fs *flag.FlagSet) {
 // Run carries out verb with args (the process guid, then the verb's arguments) and returns
 // the exit code; what it prints goes to out, errors to errOut.
 func Run(ctx context.Context, c Client, o Options, verb string, args []string, out, errOut io.Writer) int {
+	switch verb {
+	case "freeze", "unfreeze":
+		return freeze(ctx, c, verb, args, out, errOut)
+	}
 	if len(args) == 0 || args[0] == "" {
 		fmt.Fprintf(errOut, "bbs rollout %s: a process guid is required\n", verb)
 		return ExitUsage
@@ -122,6 +132,37 @@ func Run(ctx context.Context, c Client, o Options, verb string, args []string, o
 	return ExitOK
 }
 
+// freeze freezes (with the reason args make) or unfreezes the fleet's rollouts.
+func freeze(ctx context.Context, c Client, verb string, args []string, out, errOut io.Writer) int {
+	var f model.RolloutFreeze
+	var told int
+	var err error
+	if verb == "freeze" {
+		reason := strings.Join(args, " ")
+		if strings.TrimSpace(reason) == "" {
+			fmt.Fprintln(errOut, "bbs rollout freeze: give the reason: freeze <reason>")
+			return ExitUsage
+		}
+		f, told, err = c.FreezeRollouts(ctx, reason)
+	} else {
+		f, told, err = c.UnfreezeRollouts(ctx)
+	}
+	if err != nil {
+		fmt.Fprintf(errOut, "bbs rollout %s: %v\n", verb, err)
+		return ExitError
+	}
+	fmt.Fprintf(out, "%s; %d rollouts under way told\n", freezeText(f), told)
+	return ExitOK
+}
+
+// freezeText says whether rollouts are frozen, and why.
+func freezeText(f model.RolloutFreeze) string {
+	if !f.Frozen {
+		return "rollouts are not frozen"
+	}
+	return fmt.Sprintf("rollouts are frozen since %s: %s", time.Unix(0, f.ChangedAt).UTC().Format(time.RFC3339), f.Reason)
+}
+
 func paceArg(args []string) (int32, error) {
 	if len(args) != 1 {
 		return 0, errors.New("give the new max_in_flight: set-pace <guid> <n>")
@@ -154,7 +195,11 @@ func read(ctx context.Context, c Client, guid string) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
-	return View{Rollout: r, Instances: instances}, nil
+	v := View{Rollout: r, Instances: instances}
+	if f, err := c.RolloutFreeze(ctx); err == nil { // an API from before the freeze has none
+		v.Freeze = &f
+	}
+	return v, nil
 }
 
 // watch redraws the view until the rollout ends (or the timeout), and returns the exit code

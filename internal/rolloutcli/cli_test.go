@@ -22,6 +22,7 @@ type fakeAPI struct {
 	instance []model.ActualLRP
 	traffic  map[string]int32
 	analysis []model.AnalysisVerdict
+	freeze   model.RolloutFreeze
 }
 
 func (f *fakeAPI) Rollout(context.Context, string) (*model.Rollout, error) {
@@ -63,6 +64,16 @@ func (f *fakeAPI) PromoteRollout(context.Context, string, bool) (*model.Rollout,
 func (f *fakeAPI) SetRolloutPace(_ context.Context, _ string, n int32) (*model.Rollout, error) {
 	f.paced = n
 	return f.Rollout(nil, "")
+}
+
+func (f *fakeAPI) RolloutFreeze(context.Context) (model.RolloutFreeze, error) { return f.freeze, nil }
+func (f *fakeAPI) FreezeRollouts(_ context.Context, reason string) (model.RolloutFreeze, int, error) {
+	f.freeze = model.RolloutFreeze{Frozen: true, Reason: reason, Generation: f.freeze.Generation + 1, ChangedAt: 1}
+	return f.freeze, 3, nil
+}
+func (f *fakeAPI) UnfreezeRollouts(context.Context) (model.RolloutFreeze, int, error) {
+	f.freeze = model.RolloutFreeze{Generation: f.freeze.Generation + 1}
+	return f.freeze, 3, nil
 }
 
 func run(f *fakeAPI, verb string, args ...string) (int, string, string) {
@@ -166,5 +177,26 @@ func TestControlVerbsAndUsage(t *testing.T) {
 		if code, _, _ := run(f, args[0], args[1:]...); code != rolloutcli.ExitUsage {
 			t.Errorf("%q: exit %d, want usage", args, code)
 		}
+	}
+}
+
+// freeze and unfreeze need no process guid; status shows the freeze while it holds.
+func TestFreezeAndUnfreeze(t *testing.T) {
+	f := &fakeAPI{states: []string{model.RolloutActive}}
+	if code, _, errOut := run(f, "freeze"); code != rolloutcli.ExitUsage || !strings.Contains(errOut, "reason") {
+		t.Fatalf("freeze without a reason: %d %q", code, errOut)
+	}
+	code, out, _ := run(f, "freeze", "incident", "42")
+	if code != rolloutcli.ExitOK || !strings.Contains(out, "frozen since") || !strings.Contains(out, "incident 42") || !strings.Contains(out, "3 rollouts") {
+		t.Fatalf("freeze: %d %q", code, out)
+	}
+	if _, out, _ := run(f, "status", "web"); !strings.Contains(out, "freeze  rollouts are frozen") {
+		t.Fatalf("status while frozen:\n%s", out)
+	}
+	if code, out, _ := run(f, "unfreeze"); code != rolloutcli.ExitOK || !strings.Contains(out, "not frozen") {
+		t.Fatalf("unfreeze: %d %q", code, out)
+	}
+	if _, out, _ := run(f, "status", "web"); strings.Contains(out, "freeze ") {
+		t.Fatalf("status after the unfreeze:\n%s", out)
 	}
 }

@@ -16,6 +16,8 @@ import (
 type View struct {
 	Rollout   *model.Rollout
 	Instances []model.ActualLRP
+	// Freeze is the fleet's freeze (nil: unknown).
+	Freeze *model.RolloutFreeze
 }
 
 // barWidth is the progress bar's length in characters.
@@ -37,6 +39,15 @@ func (v View) Render(w io.Writer, now time.Time) {
 	if s := r.Strategy; s != nil {
 		fmt.Fprintf(w, "pace    max_in_flight %d, index deadline %v, on failure %s\n", s.MaxInFlightOr(1),
 			time.Duration(s.IndexDeadlineMSOr(0))*time.Millisecond, deref(s.OnFailure, "-"))
+		if s.Window != nil {
+			fmt.Fprintf(w, "window  %s (walks only while it is open)\n", *s.Window)
+		}
+		if s.BreakGlass != nil {
+			fmt.Fprintf(w, "break glass: %s\n", *s.BreakGlass)
+		}
+	}
+	if f := v.Freeze; f != nil && f.Frozen {
+		fmt.Fprintf(w, "freeze  %s\n", freezeText(*f))
 	}
 	fmt.Fprintf(w, "        [%s] %d/%d updated", bar(r.UpdatedInstances, r.Instances), r.UpdatedInstances, r.Instances)
 	if len(r.GivenUpIndices) > 0 {

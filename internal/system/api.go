@@ -101,12 +101,16 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	stopper := &cellapi.Stopper{Cells: cfg.Store, Client: cfg.Cells}
 	// One service of each kind for both APIs: a change made through one is made by the same
 	// rules as through the other, and a task desired through one is the task of the other.
-	lrpService := lrps.NewService(cfg.Store, stopper, cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue), log)
+	rolloutClient := cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue)
+	lrpService := lrps.NewService(cfg.Store, stopper, rolloutClient, log)
+	var gateSignals lrps.GateSignals
 	if cfg.Temporal != nil {
 		lrpService.WithGroups(cfg.Store, &workflows.GroupClient{Client: cfg.Temporal, TaskQueue: taskQueueOr(cfg.TaskQueue)})
+		gateSignals = rolloutClient
 	}
+	gates := lrps.NewGates(cfg.Store, gateSignals, log)
 	taskService := tasks.NewService(cfg.Store, stopper, cmp.Or(cfg.MaxTaskRetries, model.DefaultMaxTaskRetries), log)
-	server := api.NewServer(api.Deps{Store: cfg.Store, LRPs: lrpService, Tasks: taskService, Events: hub, Metrics: cfg.Metrics, Log: log})
+	server := api.NewServer(api.Deps{Store: cfg.Store, LRPs: lrpService, Tasks: taskService, Gates: gates, Events: hub, Metrics: cfg.Metrics, Log: log})
 	ctx, cancel := context.WithCancel(ctx)
 	a := &API{
 		Server: server,

@@ -1,0 +1,2 @@
+DROP TABLE rollout_freeze;
+DROP TABLE rollout_windows;
