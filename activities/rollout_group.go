@@ -47,6 +47,10 @@ type RolloutGroups struct {
 // slot is free from its rollout's last commit, and is given to the next member within this.
 const DefaultGroupPoll = 100 * time.Millisecond
 
+// heldPoll is how often a held group (frozen, its window closed) whose members still roll
+// looks at them: they hold at their index boundaries too.
+const heldPoll = 2 * time.Second
+
 // RollGroupInput names the group.
 type RollGroupInput struct {
 	GroupID string `json:"group_id"`
@@ -62,12 +66,17 @@ type RollGroupOutput struct {
 	Done        bool      `json:"done,omitempty"`
 	// Started counts the members this call started.
 	Started int `json:"started"`
+	// Held says what holds the group (db.HeldFrozen, db.HeldWindow), and OpensAt when its
+	// closed window opens.
+	Held    string    `json:"held,omitempty"`
+	OpensAt time.Time `json:"opens_at,omitempty"`
 }
 
 // RollGroup advances the group for as long as only members' ends are awaited: it starts
 // members as slots free, aborts the members of an aborted group, and returns when the group
-// waits for what only its workflow can wait for durably — the pause between waves (a timer),
-// a paused group's resume (a signal) — or has ended. It keeps nothing but what it reports:
+// waits for what only its workflow can wait for durably — the pause between waves or a
+// closed window (a timer), a paused group's resume or an unfreeze (a signal) — or has ended.
+// A held group whose members still roll is watched on: one may fail and abort the group. It keeps nothing but what it reports:
 // killed, it is retried and takes up from the store's rows, which hold every decision.
 func (g *RolloutGroups) RollGroup(ctx context.Context, in RollGroupInput) (RollGroupOutput, error) {
 	poll := g.Poll
@@ -99,18 +108,24 @@ func (g *RolloutGroups) RollGroup(ctx context.Context, in RollGroupInput) (RollG
 				delete(aborted, m.Rollout.ID) // tried again at the next poll
 			}
 		}
-		out := RollGroupOutput{State: adv.State, Reason: adv.Reason, Wave: adv.Wave, WaveOpensAt: adv.WaveOpensAt, Done: adv.Done, Started: started}
-		if adv.Done || !adv.WaveOpensAt.IsZero() || adv.State == model.GroupPaused || adv.State == model.GroupWaitingForWindow {
+		out := RollGroupOutput{State: adv.State, Reason: adv.Reason, Wave: adv.Wave, WaveOpensAt: adv.WaveOpensAt, Done: adv.Done,
+			Started: started, Held: adv.Held, OpensAt: adv.OpensAt}
+		if adv.Done || !adv.WaveOpensAt.IsZero() || adv.State == model.GroupPaused || (adv.Held != "" && adv.Rolling == 0) {
 			return out, nil
 		}
 		activity.RecordHeartbeat(ctx, started)
 		if len(adv.Started) == db.MaxMemberStarts {
 			continue // more slots may be free: no wait before the next decision
 		}
+		wait := tick.C
+		if adv.Held != "" {
+			// Its members hold too: only a failure (which may abort the group) is awaited.
+			wait = time.After(heldPoll)
+		}
 		select {
 		case <-ctx.Done():
 			return RollGroupOutput{}, ctx.Err()
-		case <-tick.C:
+		case <-wait:
 		}
 	}
 }

@@ -87,10 +87,8 @@ func (s *Store) CreateRolloutGroup(ctx context.Context, spec model.RolloutGroupS
 	spec = spec.WithDefaults()
 	var out *model.RolloutGroup
 	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
-		if spec.Window != "" {
-			if err := checkWindowExists(ctx, tx, spec.Window); err != nil {
-				return err
-			}
+		if err := checkGroupStart(ctx, tx, spec); err != nil {
+			return err
 		}
 		members, err := selectMembers(ctx, tx, spec)
 		if err != nil {
@@ -410,9 +408,4 @@ func endGroupMember(ctx context.Context, tx *sqlx.Tx, rolloutID, state, reason s
 	_, err := tx.ExecContext(ctx, `UPDATE rollout_group_members SET state = $2, reason = $3
 WHERE rollout_id = $1 AND state = 'rolling'`, rolloutID, model.MemberStateOf(state), reason)
 	return err
-}
-
-// checkWindowExists refuses a window no one defined.
-func checkWindowExists(ctx context.Context, tx *sqlx.Tx, name string) error {
-	return model.Errorf(model.ErrInvalidRequest, "window: no rollout window %q is defined", name)
 }

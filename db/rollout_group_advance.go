@@ -29,6 +29,10 @@ type GroupAdvance struct {
 	WaveOpensAt time.Time `json:"wave_opens_at,omitempty"`
 	// Done says the group has ended and none of its members rolls: its workflow may end.
 	Done bool `json:"done,omitempty"`
+	// Held says what holds the group from starting members (HeldFrozen, HeldWindow; "":
+	// nothing), and OpensAt when a closed window opens (zero otherwise).
+	Held    string    `json:"held,omitempty"`
+	OpensAt time.Time `json:"opens_at,omitempty"`
 }
 
 // MemberRollout is a member's rollout and its LRP's domain (what a workflow start needs).
@@ -80,14 +84,25 @@ func (s *Store) advanceIn(ctx context.Context, tx *sqlx.Tx, id string, defaults 
 		return out, nil
 	case model.GroupAborted:
 		return out, s.aborting(ctx, tx, id, out)
-	case model.GroupPaused, model.GroupWaitingForWindow:
+	case model.GroupPaused:
 		return out, countRolling(ctx, tx, id, out)
-	case model.GroupPending:
-		if err := setGroupState(ctx, tx, id, model.GroupRolling, ""); err != nil {
+	}
+	// Pending, rolling or waiting for its window: the gate says which, and why.
+	held, why, opensAt, err := s.groupGate(ctx, tx, spec)
+	if err != nil {
+		return nil, err
+	}
+	state := model.GroupRolling
+	if held == HeldWindow {
+		state = model.GroupWaitingForWindow
+	}
+	if row.State != state || row.Reason != why {
+		if err := setGroupState(ctx, tx, id, state, why); err != nil {
 			return nil, err
 		}
-		out.State, changed = model.GroupRolling, true
+		changed = true
 	}
+	out.State, out.Reason, out.Held, out.OpensAt = state, why, held, opensAt
 	for {
 		c, err := waveCounts(ctx, tx, id, out.Wave)
 		if err != nil {
@@ -136,7 +151,7 @@ WHERE group_id = $1`, id, out.Wave); err != nil {
 	if err := countRolling(ctx, tx, id, out); err != nil {
 		return nil, err
 	}
-	if out.WaveOpensAt.IsZero() {
+	if out.WaveOpensAt.IsZero() && held == "" {
 		if err := s.startMembers(ctx, tx, spec, out, defaults); err != nil {
 			return nil, err
 		}
@@ -292,5 +307,20 @@ func (s *Store) memberRollout(ctx context.Context, tx *sqlx.Tx, spec model.Rollo
 		}
 	}
 	return s.startRolloutIn(ctx, tx, RolloutRequest{ProcessGUID: m.ProcessGUID, Kind: model.RolloutKindUpdate,
-		Definition: &def, Strategy: spec.Strategy, Defaults: defaults, GroupID: spec.GroupID})
+		Definition: &def, Strategy: memberStrategy(spec), Defaults: defaults, GroupID: spec.GroupID})
+}
+
+// memberStrategy is the strategy a member's update gives: the group's, naming the group's
+// window, so that a member under way holds at its next index boundary when the window
+// closes (and, with the group's break glass, passes a freeze as the group does).
+func memberStrategy(spec model.RolloutGroupSpec) *model.RolloutStrategy {
+	if spec.Window == "" {
+		return spec.Strategy
+	}
+	var st model.RolloutStrategy
+	if spec.Strategy != nil {
+		st = *spec.Strategy
+	}
+	st.Window = &spec.Window
+	return &st
 }

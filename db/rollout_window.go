@@ -100,6 +100,9 @@ func (s *Store) DeleteRolloutWindow(ctx context.Context, name string) error {
 WHERE state IN `+inProgressStates+` AND strategy->>'window' = $1
 UNION ALL
 SELECT 'the default strategy of ' || process_guid FROM desired_lrps WHERE rollout_strategy->>'window' = $1
+UNION ALL
+SELECT 'rollout group ' || group_id FROM rollout_groups
+WHERE state NOT IN ('completed', 'aborted') AND spec->>'window' = $1
 ORDER BY 1 LIMIT 11`, name); err != nil {
 			return err
 		}

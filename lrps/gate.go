@@ -39,6 +39,39 @@ type Gates struct {
 	store   GateStore
 	signals GateSignals // nil: no Temporal, nothing to tell
 	log     *zap.Logger
+	// groups and wake tell the rollout groups under way too (WithGroups).
+	groups GroupLister
+	wake   GroupWorkflows
+}
+
+// GroupLister lists the rollout groups under way (db.Store.RolloutGroupsInProgress).
+type GroupLister interface {
+	RolloutGroupsInProgress(ctx context.Context) ([]string, error)
+}
+
+// WithGroups makes every freeze, unfreeze and window upsert wake the rollout groups under
+// way too, which then read their gate at once (a group holds itself; its members are told
+// as rollouts).
+func (g *Gates) WithGroups(groups GroupLister, wake GroupWorkflows) *Gates {
+	g.groups, g.wake = groups, wake
+	return g
+}
+
+// wakeGroups wakes every group under way; one not woken reads its gate within a minute.
+func (g *Gates) wakeGroups(ctx context.Context) {
+	if g.groups == nil || g.wake == nil {
+		return
+	}
+	ids, err := g.groups.RolloutGroupsInProgress(ctx)
+	if err != nil {
+		g.log.Info("rollout groups not woken: each reads its gate within a minute", zap.Error(err))
+		return
+	}
+	for _, id := range ids {
+		if err := g.wake.WakeGroup(ctx, id); err != nil {
+			g.log.Info("rollout group not woken: it reads its gate within a minute", zap.String("group", id), zap.Error(err))
+		}
+	}
 }
 
 // NewGates builds a Gates; signals may be nil when the process has no Temporal.
@@ -61,6 +94,7 @@ func (g *Gates) UpsertWindow(ctx context.Context, w model.RolloutWindow) (*model
 	g.tell(ctx, rs, func(ctx context.Context, r model.Rollout) error {
 		return g.signals.SignalWindowChanged(ctx, r.ProcessGUID)
 	})
+	g.wakeGroups(ctx)
 	return out, created, nil
 }
 
@@ -118,6 +152,7 @@ func (g *Gates) set(ctx context.Context, frozen bool, reason string) (model.Roll
 		return f, 0, model.WrapError(model.ErrUnavailable, "the freeze is recorded, but the rollouts under way were not told; repeat the call", err)
 	}
 	told := g.tell(ctx, rs, func(ctx context.Context, r model.Rollout) error { return g.signals.SignalFreeze(ctx, r.ProcessGUID, f) })
+	g.wakeGroups(ctx)
 	return f, told, nil
 }
 

@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,4 +150,91 @@ func TestRolloutGroupPauseResumeAndLosses(t *testing.T) {
 	samples := watch.Finish(len(guids))
 	lrps, perCell := watch.GroupPeaks()
 	t.Logf("%d fleet-wide samples: at most %d members rolling (max 3), %d new instances starting on one cell (max 2)", samples, lrps, perCell)
+}
+
+// closedSpan is a window span that is not open today or tomorrow; openSpans are open always.
+func closedSpan() map[string]any {
+	day := [...]string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}[time.Now().UTC().AddDate(0, 0, 3).Weekday()]
+	return map[string]any{"days": []string{day}, "start": "10:00", "end": "11:00", "time_zone": "UTC"}
+}
+
+func openSpans() []map[string]any {
+	all := []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
+	return []map[string]any{{"days": all, "start": "00:00", "end": "23:59", "time_zone": "UTC"},
+		{"days": all, "start": "23:59", "end": "00:00", "time_zone": "UTC"}}
+}
+
+// A group naming a closed window waits (waiting_for_window, no member started) and rolls once
+// the window is upserted open; when it closes mid-walk the group starts no member and its
+// members under way hold at their next index boundary, and it completes once the window opens
+// again. A freeze holds a group the same way (a new group is refused, Frozen, unless it breaks
+// the glass), and the unfreeze lets it finish. Budgets and zero downtime hold throughout.
+func TestRolloutGroupWindowAndFreeze(t *testing.T) {
+	c := newRolloutCluster(t, rolloutOptions{cells: 4})
+	const n = 3
+	guids := c.desireFleet("gate-", 12, n)
+	watch := c.WatchFleet("gate-", n)
+	watch.WatchGroup("windowed", 2, 0)
+	c.mustPost("/v1/rollout_windows/upsert", map[string]any{"name": "nights", "schedule": []map[string]any{closedSpan()}}, nil)
+	slow := env("SIM_START_DELAY_MS", "300") // members take a while, so the window closes mid-walk
+	group := func(id string, guids []string, extra map[string]any) map[string]any {
+		g := map[string]any{"group_id": id, "selector": map[string]any{"process_guids": guids},
+			"patch": map[string]any{"env": []model.EnvironmentVariable{slow, env("GROUP", id)}}, "max_concurrent_lrps": 2}
+		for k, v := range extra {
+			g[k] = v
+		}
+		return g
+	}
+	c.mustPost("/v1/rollout_groups/create", group("windowed", guids[:8], map[string]any{"window": "nights"}), nil)
+	c.waitFor("the group to wait for its window", 15*time.Second, func() bool { return c.group("windowed").State == model.GroupWaitingForWindow })
+	time.Sleep(time.Second)
+	if g := c.group("windowed"); len(members(g, model.MemberPending)) != 8 {
+		t.Fatalf("a group whose window is closed started members: %+v", g.Waves)
+	}
+	c.mustPost("/v1/rollout_windows/upsert", map[string]any{"name": "nights", "schedule": openSpans()}, nil)
+	c.waitFor("a member completed, two rolling, in the open window", 30*time.Second, func() bool {
+		g := c.group("windowed")
+		return len(members(g, model.MemberCompleted)) >= 1 && g.Budgets.LRPsInUse == 2
+	})
+	c.mustPost("/v1/rollout_windows/upsert", map[string]any{"name": "nights", "schedule": []map[string]any{closedSpan()}}, nil)
+	c.waitFor("the group to wait for its window again", 15*time.Second, func() bool { return c.group("windowed").State == model.GroupWaitingForWindow })
+	held := c.group("windowed")
+	for _, guid := range members(held, model.MemberRolling) {
+		c.waitLRP(guid, "a member under way to hold", 15*time.Second, func() bool {
+			return c.rollout(guid).Phase == model.PhaseWaitingForWindow
+		})
+	}
+	time.Sleep(time.Second)
+	if g := c.group("windowed"); len(members(g, model.MemberPending)) != len(members(held, model.MemberPending)) ||
+		len(members(g, model.MemberCompleted)) != len(members(held, model.MemberCompleted)) {
+		t.Fatalf("the window closed, yet members started or completed: %+v → %+v", held.Waves, g.Waves)
+	}
+	t.Logf("held with %d completed, %d rolling, %d pending", len(members(held, model.MemberCompleted)),
+		len(members(held, model.MemberRolling)), len(members(held, model.MemberPending)))
+	if len(members(held, model.MemberRolling)) == 0 {
+		t.Fatal("the window closed with no member under way: the test did not hold one")
+	}
+	c.mustPost("/v1/rollout_windows/upsert", map[string]any{"name": "nights", "schedule": openSpans()}, nil)
+	c.waitFor("the windowed group to complete", 60*time.Second, func() bool { return c.group("windowed").State == model.GroupCompleted })
+
+	// The freeze: a group under way holds (its member under way holds too), a new one is
+	// refused unless it breaks the glass, and the unfreeze lets the held one finish.
+	c.mustPost("/v1/rollout_groups/create", group("thawed", guids[10:], map[string]any{"max_concurrent_lrps": 1}), nil)
+	c.waitFor("the first member of the group to roll", 15*time.Second, func() bool { return c.group("thawed").Budgets.LRPsInUse == 1 })
+	c.mustPost("/v1/rollouts/freeze", map[string]any{"reason": "incident 42"}, nil)
+	c.waitFor("the group to hold, frozen", 15*time.Second, func() bool { return strings.HasPrefix(c.group("thawed").Reason, "frozen: incident 42") })
+	err := c.post("/v1/rollout_groups/create", group("refused", guids[8:10], nil), nil)
+	expectAPIError(t, err, 409, model.ErrFrozen)
+	c.mustPost("/v1/rollout_groups/create", group("glass", guids[8:10], map[string]any{"strategy": map[string]any{"break_glass": "the fix for incident 42"}}), nil)
+	c.waitFor("the break-glass group to complete while frozen", 60*time.Second, func() bool { return c.group("glass").State == model.GroupCompleted })
+	if g := c.group("thawed"); len(members(g, model.MemberPending)) != 1 || g.State != model.GroupRolling {
+		t.Fatalf("a frozen group started its second member: %s %+v", g.State, g.Waves)
+	}
+	c.mustPost("/v1/rollouts/unfreeze", map[string]any{}, nil)
+	c.waitFor("the held group to complete after the unfreeze", 60*time.Second, func() bool { return c.group("thawed").State == model.GroupCompleted })
+	for _, guid := range guids[8:10] {
+		c.waitLRP(guid, "break glass members on the change", 10*time.Second, func() bool { return c.allOn(guid, "glass", n) })
+	}
+	samples := watch.Finish(len(guids))
+	t.Logf("%d fleet-wide samples, zero downtime, budgets held", samples)
 }

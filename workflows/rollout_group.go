@@ -78,9 +78,19 @@ func RolloutGroupWorkflow(ctx workflow.Context, in RolloutGroupInput) (RolloutGr
 		if out.Done {
 			return RolloutGroupOutput{State: out.State, Reason: out.Reason}, nil
 		}
-		wait := groupIdle
-		if !out.WaveOpensAt.IsZero() {
-			wait = max(out.WaveOpensAt.Sub(workflow.Now(ctx)), time.Millisecond)
+		// Until the next wave opens or the window does, or a signal says the group changed (a
+		// resume, an unfreeze, a window upserted); with neither to come, a minute.
+		wait := time.Duration(0)
+		for _, at := range []time.Time{out.WaveOpensAt, out.OpensAt} {
+			if !at.IsZero() {
+				d := max(at.Sub(workflow.Now(ctx)), time.Millisecond)
+				if wait == 0 || d < wait {
+					wait = d
+				}
+			}
+		}
+		if wait == 0 {
+			wait = groupIdle
 		}
 		tctx, cancel := workflow.WithCancel(ctx)
 		sel := workflow.NewSelector(ctx)

@@ -104,11 +104,16 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	rolloutClient := cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue)
 	lrpService := lrps.NewService(cfg.Store, stopper, rolloutClient, log)
 	var gateSignals lrps.GateSignals
+	var groups *workflows.GroupClient
 	if cfg.Temporal != nil {
-		lrpService.WithGroups(cfg.Store, &workflows.GroupClient{Client: cfg.Temporal, TaskQueue: taskQueueOr(cfg.TaskQueue)})
+		groups = &workflows.GroupClient{Client: cfg.Temporal, TaskQueue: taskQueueOr(cfg.TaskQueue)}
+		lrpService.WithGroups(cfg.Store, groups)
 		gateSignals = rolloutClient
 	}
 	gates := lrps.NewGates(cfg.Store, gateSignals, log)
+	if groups != nil {
+		gates.WithGroups(cfg.Store, groups)
+	}
 	taskService := tasks.NewService(cfg.Store, stopper, cmp.Or(cfg.MaxTaskRetries, model.DefaultMaxTaskRetries), log)
 	server := api.NewServer(api.Deps{Store: cfg.Store, LRPs: lrpService, Tasks: taskService, Gates: gates, Events: hub, Metrics: cfg.Metrics, Log: log})
 	ctx, cancel := context.WithCancel(ctx)
