@@ -10,9 +10,10 @@ import (
 )
 
 // Each trial also rolls one change across the fleet apps as a rollout group — two waves,
-// at most two members rolling and one new instance starting on any one cell — while the
-// faults hit: every member must complete, the group too, and a watch of the group's budgets
-// must never see either exceeded.
+// at most two members rolling and one new instance starting on any one cell, in a rollout
+// window of its own that is closed when the group is created and opened a moment later —
+// while the faults hit: every member must complete, the group too, and a watch of the
+// group's budgets must never see either exceeded.
 
 // fleetApps are the group's members, beside the matrix's apps, under the same traffic.
 var fleetApps = []string{"fleet-a", "fleet-b", "fleet-c"}
@@ -41,9 +42,13 @@ func (m *Matrix) desireFleet(ctx context.Context) (map[string]string, error) {
 // definition (its id); it adds them to want.
 func (m *Matrix) startGroup(ctx context.Context, k int, want map[string]expected) (string, error) {
 	id := fmt.Sprintf("wave-%d-%d", k, time.Now().Unix()%1_000_000)
+	if err := m.upsertWindow(ctx, id, closedSpans()); err != nil {
+		return id, err
+	}
 	spec := model.RolloutGroupSpec{GroupID: id, Selector: model.RolloutGroupSelector{ProcessGUIDs: fleetApps},
 		Patch: model.DefinitionPatch{Env: []model.EnvironmentVariable{{Name: "DEMO_VERSION", Value: id}}},
-		Waves: []model.RolloutWave{{Percent: 34}, {Percent: 100}}, MaxConcurrentLRPs: fleetMaxLRPs, MaxConcurrentPerCell: fleetMaxPerCell}
+		Waves: []model.RolloutWave{{Percent: 34}, {Percent: 100}}, MaxConcurrentLRPs: fleetMaxLRPs, MaxConcurrentPerCell: fleetMaxPerCell,
+		Window: id}
 	err := write(ctx, func(ctx context.Context) error {
 		_, err := m.c.BBS.CreateRolloutGroup(ctx, spec)
 		return err
@@ -54,7 +59,39 @@ func (m *Matrix) startGroup(ctx context.Context, k int, want map[string]expected
 	for _, app := range fleetApps {
 		want[app] = expected{model.RolloutCompleted, id, id}
 	}
+	// The window opens while the faults hit (they follow the starts at once).
+	go func() {
+		time.Sleep(2 * time.Second)
+		if err := m.upsertWindow(ctx, id, openSpans()); err != nil {
+			m.logf("open window %s: %v", id, err)
+		}
+	}()
 	return id, nil
+}
+
+// upsertWindow writes the window id with spans, retried through the faults.
+func (m *Matrix) upsertWindow(ctx context.Context, id string, spans []model.WindowSpan) error {
+	err := write(ctx, func(ctx context.Context) error {
+		_, _, err := m.c.BBS.UpsertRolloutWindow(ctx, model.RolloutWindow{Name: id, Schedule: spans})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("upsert rollout window %s: %w", id, err)
+	}
+	return nil
+}
+
+var allDays = []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
+
+// closedSpans are not open today or tomorrow; openSpans are open at every instant.
+func closedSpans() []model.WindowSpan {
+	day := allDays[time.Now().UTC().AddDate(0, 0, 3).Weekday()]
+	return []model.WindowSpan{{Days: []string{day}, Start: "10:00", End: "11:00", TimeZone: "UTC"}}
+}
+
+func openSpans() []model.WindowSpan {
+	return []model.WindowSpan{{Days: allDays, Start: "00:00", End: "23:59", TimeZone: "UTC"},
+		{Days: allDays, Start: "23:59", End: "00:00", TimeZone: "UTC"}}
 }
 
 // groupWatch reads a group every 100 ms through the API and keeps the most of each budget
