@@ -111,8 +111,8 @@ func (s *Store) advanceIn(ctx context.Context, tx *sqlx.Tx, id string, defaults 
 		if failed := c[model.MemberFailed] + c[model.MemberReverted]; c.total() > 0 &&
 			float64(failed)*100 > spec.MaxFailedPercent*float64(c.total()) {
 			out.State = model.GroupAborted
-			out.Reason = fmt.Sprintf("wave %d of %d: %d of its %d members failed or reverted, more than max_failed_percent (%g %%)",
-				out.Wave+1, len(spec.Waves), failed, c.total(), spec.MaxFailedPercent)
+			out.Reason = fmt.Sprintf("%d of wave %d's %d members failed or reverted, more than max_failed_percent (%g %%)",
+				failed, out.Wave+1, c.total(), spec.MaxFailedPercent)
 			if err := setGroupState(ctx, tx, id, out.State, out.Reason); err != nil {
 				return nil, err
 			}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/updatable-lrps/bbs/bbsclient"
@@ -66,12 +67,18 @@ func runRolloutGroupCommand(ctx context.Context, args []string) error {
 		fmt.Fprint(os.Stderr, rolloutcli.GroupUsage)
 		cmd.Flags.PrintDefaults()
 	}
-	p, err := cmd.Start(ctx, args[1:])
+	// The group id may come before the flags (`create stack --domain cf-apps`), as the
+	// README writes it, or after them.
+	rest, id := args[1:], []string(nil)
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		id, rest = rest[:1], rest[1:]
+	}
+	p, err := cmd.Start(ctx, rest)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	code := rolloutcli.RunGroup(ctx, bbsclient.New(*apiURL, p.PeerTLS), o, verb, cmd.Flags.Args(), os.Stdin, os.Stdout, os.Stderr)
+	code := rolloutcli.RunGroup(ctx, bbsclient.New(*apiURL, p.PeerTLS), o, verb, append(id, cmd.Flags.Args()...), os.Stdin, os.Stdout, os.Stderr)
 	if code != rolloutcli.ExitOK {
 		return errExit(code)
 	}
