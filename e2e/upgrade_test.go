@@ -80,7 +80,7 @@ func TestUpgradeFromBase(t *testing.T) {
 
 	// app-a: a canary held at 50 % of the traffic until promoted, which the new workers
 	// will have to take over from the old ones' history. app-b: an update canceled halfway.
-	// Any further app: an update rolled back halfway.
+	// Any further app: an update its first definition, activated again, supersedes halfway.
 	a, b := guids[0], guids[1]
 	u.api.mustPost("/v1/desired_lrp/update", obj{"process_guid": a, "update": obj{"definition": demoDefinition("v2", "v2"),
 		"strategy": obj{"canary": obj{"steps": []obj{{"weight": 50, "promote": "manual"}}}}}}, nil)
@@ -96,7 +96,7 @@ func TestUpgradeFromBase(t *testing.T) {
 	u.api.mustPost("/v1/desired_lrp/cancel_update", obj{"process_guid": b}, nil)
 	for _, g := range guids[2:] {
 		u.waitFor(t, g+" to update an index", 30*time.Second, func() bool { return u.rollout(g).UpdatedInstances >= 1 })
-		u.api.mustPost("/v1/desired_lrp/rollback", obj{"process_guid": g, "definition_id": g}, nil)
+		u.api.mustPost("/v1/lrp_deployments/activate", obj{"process_guid": g, "definition_id": g}, nil)
 	}
 
 	// Upward, one process at a time.
@@ -109,10 +109,11 @@ func TestUpgradeFromBase(t *testing.T) {
 	u.oldReplicaServes(t, 2)
 	desireTasks("mixed")
 	u.replace(t, "api-2", syscall.SIGTERM)
-	// A rollout the new API starts and the old workers begin: app-b once its cancel ended.
+	// Rollouts the new API starts and the old workers walk: app-b, once its cancel ended, to
+	// v3, then rolled back to its first definition while the workers are replaced.
 	u.waitFor(t, b+"'s cancel to walk back", 60*time.Second, func() bool { return u.rollout(b).State == "canceled" && u.allOn(b, b, n) })
-	u.api.mustPost("/v1/desired_lrp/update", obj{"process_guid": b, "update": obj{"definition": slowDefinition("v3")}}, nil)
-	u.waitFor(t, b+" to update an index of v3", 30*time.Second, func() bool { return u.rollout(b).UpdatedInstances >= 1 })
+	u.api.mustPost("/v1/desired_lrp/update", obj{"process_guid": b, "update": obj{"definition": demoDefinition("v3", "v3")}}, nil)
+	u.waitFor(t, b+" on v3", 60*time.Second, func() bool { return u.rollout(b).State == "completed" && u.allOn(b, "v3", n) })
 	u.api.mustPost("/v1/desired_lrp/rollback", obj{"process_guid": b, "definition_id": b}, nil)
 	u.replace(t, "worker-1", syscall.SIGTERM)
 	u.replace(t, "worker-2", syscall.SIGTERM)
@@ -138,9 +139,9 @@ func TestUpgradeFromBase(t *testing.T) {
 		return r.State == "completed" && r.Kind == "rollback" && u.allOn(b, b, n)
 	})
 	for _, g := range guids[2:] {
-		u.waitFor(t, g+"'s rollback", 90*time.Second, func() bool {
+		u.waitFor(t, g+" back on its first definition", 90*time.Second, func() bool {
 			r := u.rollout(g)
-			return r.State == "completed" && r.Kind == "rollback" && u.allOn(g, g, n)
+			return r.State == "completed" && r.Kind == "activate" && u.allOn(g, g, n)
 		})
 	}
 	desireTasks("new")
@@ -211,7 +212,6 @@ func startUpgradeCluster(t *testing.T, tbin, oldBin string) *upgradeCluster {
 		"--listen", fmt.Sprintf("127.0.0.1:%d", apiPort), "--bbs-listen", fmt.Sprintf("127.0.0.1:%d", freeport.Port(t)),
 		"--port-base", fmt.Sprint(u.base), "--pg-port", fmt.Sprint(freeport.Port(t)),
 		"--temporal-port", fmt.Sprint(tPort), "--temporal-ui-port", "0",
-		"--instance-port-base", fmt.Sprint(freeport.Block(t, 3000)),
 		"--router-listen", fmt.Sprintf("127.0.0.1:%d", routerPort), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))}
 	p := startBin(t, u.bin, nil, args...)
 	t.Cleanup(func() { p.cmd.Process.Signal(syscall.SIGINT); <-p.done })
@@ -336,6 +336,7 @@ func (u *upgradeCluster) waitRoutedBy(t *testing.T, guid string, ports ...int) {
 // router before it is replaced, replaces it, and puts it back once it routes every app.
 func (u *upgradeCluster) replaceRouter(t *testing.T, port int, replace func()) {
 	t.Helper()
+	began := time.Now()
 	u.routers.drain(port)
 	replace()
 	var lrps struct {
@@ -348,6 +349,7 @@ func (u *upgradeCluster) replaceRouter(t *testing.T, port int, replace func()) {
 		u.waitRoutedBy(t, l.ProcessGUID, port)
 	}
 	u.routers.restore(port)
+	t.Logf("router :%d drained, replaced and back in the traffic in %s", port, time.Since(began).Round(100*time.Millisecond))
 }
 
 // restartSecondRouter replaces the test's own router with the build u.bin now holds.
