@@ -12,11 +12,13 @@ TEMPORAL  ?= $(or $(shell command -v temporal 2>/dev/null),$(CURDIR)/bin/tempora
 .PHONY: run cluster demo test test-short compat fuzz bench bench-scale bench-ab chaos soak build vet fmt clean doctor proto proto-check upgrade-test
 
 # The revision `make upgrade-test` (and its short form in `make test`) upgrades from, moved
-# forward deliberately: main just before the task callbacks' pool merged (b673387^1), whose
-# schema stops at 0021, so that the new build applies 0022 (the callback columns) while
-# BASE's API replica and workers still serve, and BASE's task callbacks (a workflow per task)
-# meet the new workers' delivery pool. Move it to the last release once there are releases.
-UPGRADE_BASE ?= 45aba874eeb82d3c3cd620e6af8116d7b8dcc58f
+# forward deliberately: main just before the traffic work landed (c247cd4, the parent of
+# ea814f6), whose schema stops at 0019, so that the new build applies 0020 (the routers'
+# reports, traffic splits), 0021 (analysis) and 0022 (the task callbacks' pool) while BASE's API
+# replica and workers still serve — BASE's routers that do not report, BASE's callbacks (a
+# workflow per task) meeting the new workers' pool. Keep it a commit of main's history (CI
+# runs it from a clean clone); move it to the last release once there are releases.
+UPGRADE_BASE ?= c247cd48d59f8e96fc672116d77e657e160768ee
 
 build: bin/bbs
 

@@ -56,7 +56,15 @@ func git(t *testing.T, root string, args ...string) string {
 // that the next run of the same base starts at once.
 func baseBinary(t *testing.T, root, rev string) (bin, commit string) {
 	t.Helper()
-	commit = git(t, root, "rev-parse", "--verify", rev+"^{commit}")
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--verify", "--quiet", rev+"^{commit}").Output()
+	if err != nil {
+		why := "it is not a commit of this repository"
+		if git(t, root, "rev-parse", "--is-shallow-repository") == "true" {
+			why = "this clone is shallow and lacks it (git fetch --unshallow)"
+		}
+		t.Fatalf("the upgrade test's BASE %q: %s; BASE is a commit of main's history (UPGRADE_BASE in the Makefile, or BBS_UPGRADE_BASE)", rev, why)
+	}
+	commit = strings.TrimSpace(string(out))
 	bin = filepath.Join(root, "bin", "upgrade", commit, "bbs")
 	if _, err := os.Stat(bin); err == nil {
 		return bin, commit

@@ -30,6 +30,9 @@ import (
 // clearly, when BASE does not know it — or, when no migration lies between them, the same
 // replacement downward. BBS_UPGRADE_FULL=1 (make upgrade-test) runs more apps and tasks.
 func TestUpgradeFromBase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the upgrade test builds BASE and runs a cluster through an upgrade (about a minute)")
+	}
 	tbin := temporalServerBin(t)
 	root := repoRoot(t)
 	baseRev := upgradeBase(t, root)
@@ -84,20 +87,24 @@ func TestUpgradeFromBase(t *testing.T) {
 	}
 	desireTasks("base")
 
-	// app-a: a canary held at 50 % of the traffic until promoted, which the new workers
-	// will have to take over from the old ones' history. app-b: an update canceled halfway.
-	// Any further app: an update its first definition, activated again, supersedes halfway.
+	// app-a: a canary held until promoted, which the new workers will have to take over from
+	// the old ones' history: at 50 % of the traffic where BASE splits by weight (weights came
+	// with migration 0020), else at one instance. app-b: an update canceled halfway. Any
+	// further app: an update its first definition, activated again, supersedes halfway.
 	a, b := guids[0], guids[1]
+	step := obj{"instances": 1, "promote": "manual"}
+	held := func(r trafficView) bool { return r.Phase == "awaiting_promotion" }
+	if baseSchema >= 20 {
+		step = obj{"weight": 50, "promote": "manual"}
+		held = func(r trafficView) bool { return r.Phase == "awaiting_promotion" && r.Traffic["v2"] == 50 }
+	}
 	u.api.mustPost("/v1/desired_lrp/update", obj{"process_guid": a, "update": obj{"definition": demoDefinition("v2", "v2"),
-		"strategy": obj{"canary": obj{"steps": []obj{{"weight": 50, "promote": "manual"}}}}}}, nil)
+		"strategy": obj{"canary": obj{"steps": []obj{step}}}}}, nil)
 	u.api.mustPost("/v1/desired_lrp/update", obj{"process_guid": b, "update": obj{"definition": slowDefinition("v2")}}, nil)
 	for _, g := range guids[2:] {
 		u.api.mustPost("/v1/desired_lrp/update", obj{"process_guid": g, "update": obj{"definition": slowDefinition("v2")}}, nil)
 	}
-	u.waitFor(t, a+"'s canary held at 50 %", 60*time.Second, func() bool {
-		r := u.trafficOf(a)
-		return r.Phase == "awaiting_promotion" && r.Traffic["v2"] == 50
-	})
+	u.waitFor(t, fmt.Sprintf("%s's canary held at %v", a, step), 60*time.Second, func() bool { return held(u.trafficOf(a)) })
 	u.waitFor(t, b+" to update an index", 30*time.Second, func() bool { return u.rollout(b).UpdatedInstances >= 1 })
 	u.api.mustPost("/v1/desired_lrp/cancel_update", obj{"process_guid": b}, nil)
 	for _, g := range guids[2:] {
