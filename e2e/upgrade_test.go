@@ -135,7 +135,7 @@ func TestUpgradeFromBase(t *testing.T) {
 	}
 	desireTasks("workers")
 	for i := 1; i <= 3; i++ {
-		u.replaceCell(t, i)
+		u.replace(t, fmt.Sprintf("cell-%d", i), syscall.SIGKILL) // its instances outlive the agent
 	}
 	u.replaceRouter(t, u.routerPort, func() { u.replace(t, "router", syscall.SIGTERM) })
 	u.replaceRouter(t, u.router2Port, func() { u.restartSecondRouter(t) })
@@ -177,7 +177,7 @@ func TestUpgradeFromBase(t *testing.T) {
 			u.replace(t, name, syscall.SIGTERM)
 		}
 		for i := 1; i <= 3; i++ {
-			u.replaceCell(t, i)
+			u.replace(t, fmt.Sprintf("cell-%d", i), syscall.SIGKILL)
 		}
 		u.replaceRouter(t, u.routerPort, func() { u.replace(t, "router", syscall.SIGTERM) })
 		u.replaceRouter(t, u.router2Port, func() { u.restartSecondRouter(t) })
@@ -271,11 +271,31 @@ func environOf(t *testing.T, pid int) []string {
 }
 
 // replace stops the cluster's child name with sig and waits until its supervisor has
-// started it again from u.bin, and it serves (a replica answers as available).
+// started it again from u.bin and it is at work: a replica answers as available, a worker
+// polls, a cell agent has adopted the instances its predecessor left running (rather than
+// the BBS starting them anew).
 func (u *upgradeCluster) replace(t *testing.T, name string, sig syscall.Signal) {
 	t.Helper()
 	began := time.Now()
 	pid := pidOf(t, u.dataDir, name)
+	logFile := filepath.Join(u.dataDir, name+".log")
+	before, err := os.Stat(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged := func(line string) func() bool {
+		return func() bool {
+			log, err := os.ReadFile(logFile)
+			return err == nil && bytes.Contains(log[before.Size():], []byte(line))
+		}
+	}
+	var ready func() bool
+	switch {
+	case strings.HasPrefix(name, "worker-"):
+		ready = logged("worker polling")
+	case strings.HasPrefix(name, "cell-") && u.hasInstances(name):
+		ready = logged("adopted an instance")
+	}
 	restarts := strings.Count(u.p.out.String(), name+" restarted")
 	if err := syscall.Kill(pid, sig); err != nil {
 		t.Fatal(err)
@@ -290,6 +310,9 @@ func (u *upgradeCluster) replace(t *testing.T, name string, sig syscall.Signal) 
 		var i int
 		fmt.Sscan(rest, &i)
 		u.replica(i).waitAvailable(u.p, 60*time.Second)
+	}
+	if ready != nil {
+		u.waitFor(t, name+" at work", 60*time.Second, ready)
 	}
 	t.Logf("%s replaced in %s", name, time.Since(began).Round(100*time.Millisecond))
 }
@@ -377,24 +400,6 @@ func (u *upgradeCluster) restartSecondRouter(t *testing.T) {
 	t.Helper()
 	u.router2.stop(t, syscall.SIGTERM, 30*time.Second)
 	u.router2 = startBin(t, u.bin, u.router2Env, "router")
-}
-
-// replaceCell kills cell i's agent, leaving its instances running, and waits until the
-// agent started from the new file has adopted them (rather than the BBS starting them anew).
-func (u *upgradeCluster) replaceCell(t *testing.T, i int) {
-	t.Helper()
-	cell := fmt.Sprintf("cell-%d", i)
-	logFile := filepath.Join(u.dataDir, cell+".log")
-	before, err := os.Stat(logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	had := u.hasInstances(cell)
-	u.replace(t, cell, syscall.SIGKILL)
-	u.waitFor(t, cell+" to adopt its instances", 60*time.Second, func() bool {
-		log, err := os.ReadFile(logFile)
-		return err == nil && (!had || bytes.Contains(log[before.Size():], []byte("adopted an instance")))
-	})
 }
 
 // hasInstances reports whether any instance is on cell.
