@@ -112,34 +112,32 @@ func TestUpgradeFromBase(t *testing.T) {
 		u.api.mustPost("/v1/lrp_deployments/activate", obj{"process_guid": g, "definition_id": g}, nil)
 	}
 
-	// Upward, one process at a time.
+	// Upward, one process at a time, with what each step checks or starts once it is done.
 	upgradeStarted := time.Now()
 	copyFile(t, bbsBin, u.bin)
-	u.replace(t, "api-1", syscall.SIGTERM)
-	if at := u.schemaVersion(t); at != newSchema {
-		t.Fatalf("after the first new API replica started, the schema is at %d, want %d", at, newSchema)
-	}
-	u.oldReplicaServes(t, 2)
-	desireTasks("mixed")
-	u.replace(t, "api-2", syscall.SIGTERM)
-	// Rollouts the new API starts and the old workers walk: app-b, once its cancel ended, to
-	// v3, then rolled back to its first definition while the workers are replaced.
-	u.waitFor(t, b+"'s cancel to walk back", 60*time.Second, func() bool { return u.rollout(b).State == "canceled" && u.allOn(b, b, n) })
-	u.api.mustPost("/v1/desired_lrp/update", obj{"process_guid": b, "update": obj{"definition": demoDefinition("v3", "v3")}}, nil)
-	u.waitFor(t, b+" on v3", 60*time.Second, func() bool { return u.rollout(b).State == "completed" && u.allOn(b, "v3", n) })
-	u.api.mustPost("/v1/desired_lrp/rollback", obj{"process_guid": b, "definition_id": b}, nil)
-	u.replace(t, "worker-1", syscall.SIGTERM)
-	u.replace(t, "worker-2", syscall.SIGTERM)
-	if r := u.trafficOf(a); r.Phase != "awaiting_promotion" {
-		t.Fatalf("%s's canary is %s/%s once every worker is new, want still awaiting its promotion", a, r.State, r.Phase)
-	}
-	desireTasks("workers")
-	for i := 1; i <= 3; i++ {
-		u.replace(t, fmt.Sprintf("cell-%d", i), syscall.SIGKILL) // its instances outlive the agent
-	}
-	u.replaceRouter(t, u.routerPort, func() { u.replace(t, "router", syscall.SIGTERM) })
-	u.replaceRouter(t, u.router2Port, func() { u.restartSecondRouter(t) })
-	u.replace(t, "lb", syscall.SIGTERM)
+	u.replaceAll(t, map[string]func(){
+		"api-1": func() {
+			if at := u.schemaVersion(t); at != newSchema {
+				t.Fatalf("after the first new API replica started, the schema is at %d, want %d", at, newSchema)
+			}
+			u.oldReplicaServes(t, 2)
+			desireTasks("mixed")
+		},
+		// Rollouts the new API starts and the old workers walk: app-b, once its cancel ended,
+		// to v3, then rolled back to its first definition while the workers are replaced.
+		"api-2": func() {
+			u.waitFor(t, b+"'s cancel to walk back", 60*time.Second, func() bool { return u.rollout(b).State == "canceled" && u.allOn(b, b, n) })
+			u.api.mustPost("/v1/desired_lrp/update", obj{"process_guid": b, "update": obj{"definition": demoDefinition("v3", "v3")}}, nil)
+			u.waitFor(t, b+" on v3", 60*time.Second, func() bool { return u.rollout(b).State == "completed" && u.allOn(b, "v3", n) })
+			u.api.mustPost("/v1/desired_lrp/rollback", obj{"process_guid": b, "definition_id": b}, nil)
+		},
+		"worker-2": func() {
+			if r := u.trafficOf(a); r.Phase != "awaiting_promotion" {
+				t.Fatalf("%s's canary is %s/%s once every worker is new, want still awaiting its promotion", a, r.State, r.Phase)
+			}
+			desireTasks("workers")
+		},
+	})
 	t.Logf("every process replaced in %s", time.Since(upgradeStarted).Round(100*time.Millisecond))
 
 	// Where every rollout must end.
@@ -173,15 +171,7 @@ func TestUpgradeFromBase(t *testing.T) {
 		copyFile(t, oldBin, u.bin)
 		s := u.sample(a, n)
 		traffic := driveThrough(u.routers, a+".example.com", 2)
-		for _, name := range []string{"api-1", "api-2", "worker-1", "worker-2"} {
-			u.replace(t, name, syscall.SIGTERM)
-		}
-		for i := 1; i <= 3; i++ {
-			u.replace(t, fmt.Sprintf("cell-%d", i), syscall.SIGKILL)
-		}
-		u.replaceRouter(t, u.routerPort, func() { u.replace(t, "router", syscall.SIGTERM) })
-		u.replaceRouter(t, u.router2Port, func() { u.restartSecondRouter(t) })
-		u.replace(t, "lb", syscall.SIGTERM)
+		u.replaceAll(t, nil)
 		s.finish(t, n, a+" through the downgrade")
 		traffic.finish(t, a+" through the downgrade")
 	}
@@ -315,6 +305,33 @@ func (u *upgradeCluster) replace(t *testing.T, name string, sig syscall.Signal) 
 		u.waitFor(t, name+" at work", 60*time.Second, ready)
 	}
 	t.Logf("%s replaced in %s", name, time.Since(began).Round(100*time.Millisecond))
+}
+
+// replaceOrder is the order an upgrade replaces the processes in, Diego's: the API, then
+// the workers, then the cells, then the routers (router-2 is the test's own) and the front.
+var replaceOrder = []string{"api-1", "api-2", "worker-1", "worker-2", "cell-1", "cell-2", "cell-3", "router", "router-2", "lb"}
+
+// replaceAll replaces every process in replaceOrder, running after[name] once name is at
+// work. A cell agent is killed (SIGKILL: its instances outlive it, and SIGTERM would drain the
+// cell), every other process stopped with SIGTERM; each router is drained from the traffic
+// first.
+func (u *upgradeCluster) replaceAll(t *testing.T, after map[string]func()) {
+	t.Helper()
+	for _, name := range replaceOrder {
+		switch {
+		case name == "router":
+			u.replaceRouter(t, u.routerPort, func() { u.replace(t, name, syscall.SIGTERM) })
+		case name == "router-2":
+			u.replaceRouter(t, u.router2Port, func() { u.restartSecondRouter(t) })
+		case strings.HasPrefix(name, "cell-"):
+			u.replace(t, name, syscall.SIGKILL)
+		default:
+			u.replace(t, name, syscall.SIGTERM)
+		}
+		if f := after[name]; f != nil {
+			f()
+		}
+	}
 }
 
 // replica is a client of API replica i alone, past the front.
