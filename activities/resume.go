@@ -20,12 +20,25 @@ type ResumeStore interface {
 	RolloutsInProgress(ctx context.Context) ([]db.RolloutInProgress, error)
 }
 
-// Resumer makes sure every rollout under way has its workflow: the API commits a rollout and
-// then starts its workflow, and may die in between.
+// GroupResumeStore lists the rollout groups whose workflow must run.
+type GroupResumeStore interface {
+	RolloutGroupsInProgress(ctx context.Context) ([]string, error)
+}
+
+// GroupStarter starts a rollout group's workflow; starting one that runs already is a no-op.
+type GroupStarter interface {
+	StartGroup(ctx context.Context, id string) error
+}
+
+// Resumer makes sure every rollout and rollout group under way has its workflow: the API
+// commits a rollout (or a group) and then starts its workflow, and may die in between.
 type Resumer struct {
 	Store   ResumeStore
 	Starter RolloutStarter
-	Log     *zap.Logger
+	// Groups and GroupStore, when set, resume rollout groups too.
+	Groups     GroupStarter
+	GroupStore GroupResumeStore
+	Log        *zap.Logger
 }
 
 // ResumeRolloutsInput is empty; it exists so fields can be added without breaking histories.
@@ -35,6 +48,8 @@ type ResumeRolloutsInput struct{}
 type ResumeRolloutsOutput struct {
 	Checked int `json:"checked"`
 	Failed  int `json:"failed"`
+	// Groups counts the rollout groups checked.
+	Groups int `json:"groups,omitempty"`
 }
 
 // ResumeRollouts (re)starts the workflow of every rollout under way. Starting is idempotent
@@ -56,5 +71,24 @@ func (r *Resumer) ResumeRollouts(ctx context.Context, _ ResumeRolloutsInput) (Re
 			r.Log.Warn("resume rollout", zap.String("process_guid", ro.ProcessGUID), zap.Error(err))
 		}
 	}
-	return out, nil
+	return out, r.resumeGroups(ctx, &out)
+}
+
+// resumeGroups (re)starts the workflow of every rollout group under way.
+func (r *Resumer) resumeGroups(ctx context.Context, out *ResumeRolloutsOutput) error {
+	if r.Groups == nil || r.GroupStore == nil {
+		return nil
+	}
+	ids, err := r.GroupStore.RolloutGroupsInProgress(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		out.Groups++
+		if err := r.Groups.StartGroup(ctx, id); err != nil {
+			out.Failed++
+			r.Log.Warn("resume rollout group", zap.String("group", id), zap.Error(err))
+		}
+	}
+	return nil
 }

@@ -37,6 +37,7 @@ type Store interface {
 	LifecycleStore
 	EvacuationStore
 	RolloutStore
+	RolloutGroupStore
 	CellStore
 	RouterStore
 }
@@ -87,6 +88,7 @@ func NewServer(d Deps) *Server {
 		deployments: &lrpDeploymentHandlers{store: d.Store, desired: d.Store, lrps: d.LRPs},
 		actual:      &actualLRPHandlers{store: d.Store, lrps: d.LRPs},
 		rollouts:    &rolloutHandlers{store: d.Store, lrps: d.LRPs},
+		groups:      &rolloutGroupHandlers{store: d.Store, lrps: d.LRPs},
 		cells:       &cellHandlers{store: d.Store},
 		routers:     &routerHandlers{store: d.Store},
 		lifecycle:   &lifecycleHandlers{store: d.Store, log: log},
@@ -103,6 +105,7 @@ type routeHandlers struct {
 	deployments *lrpDeploymentHandlers
 	actual      *actualLRPHandlers
 	rollouts    *rolloutHandlers
+	groups      *rolloutGroupHandlers
 	cells       *cellHandlers
 	routers     *routerHandlers
 	lifecycle   *lifecycleHandlers
@@ -167,6 +170,13 @@ func (s *Server) routes(h routeHandlers) chi.Router {
 		r.Post("/v1/rollouts/abort", handle(s, h.rollouts.abort))
 		r.Post("/v1/rollouts/set_pace", handle(s, h.rollouts.setPace))
 		r.Post("/v1/rollouts/promote", handle(s, h.rollouts.promote))
+
+		r.Post("/v1/rollout_groups/create", handle(s, h.groups.create))
+		r.Post("/v1/rollout_groups/get", handle(s, h.groups.get))
+		r.Post("/v1/rollout_groups/list", handle(s, h.groups.list))
+		r.Post("/v1/rollout_groups/pause", handle(s, h.groups.control(model.GroupControlPause)))
+		r.Post("/v1/rollout_groups/resume", handle(s, h.groups.control(model.GroupControlResume)))
+		r.Post("/v1/rollout_groups/abort", handle(s, h.groups.control(model.GroupControlAbort)))
 
 		r.Post("/v1/cells/list", handle(s, h.cells.listCells))
 		r.Post("/v1/cells/heartbeat", handle(s, h.cells.cellHeartbeat))

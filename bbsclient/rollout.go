@@ -64,3 +64,41 @@ func (c *Client) rolloutCall(ctx context.Context, route string, req any) (*model
 	}
 	return resp.Rollout, nil
 }
+
+// CreateRolloutGroup creates a rollout group (ROLLOUTS-NEXT.md section 6).
+func (c *Client) CreateRolloutGroup(ctx context.Context, spec model.RolloutGroupSpec) (*model.RolloutGroup, error) {
+	return c.groupCall(ctx, "/v1/rollout_groups/create", spec)
+}
+
+// RolloutGroup reads a group with its waves, members and budgets.
+func (c *Client) RolloutGroup(ctx context.Context, id string) (*model.RolloutGroup, error) {
+	return c.groupCall(ctx, "/v1/rollout_groups/get", map[string]any{"group_id": id})
+}
+
+// RolloutGroups lists the groups, newest first, without their members.
+func (c *Client) RolloutGroups(ctx context.Context) ([]model.RolloutGroup, error) {
+	var resp struct {
+		RolloutGroups []model.RolloutGroup `json:"rollout_groups"`
+	}
+	err := c.post(ctx, "/v1/rollout_groups/list", map[string]any{}, &resp)
+	return resp.RolloutGroups, err
+}
+
+// ControlRolloutGroup pauses, resumes or aborts a group (kind: model.GroupControl*).
+func (c *Client) ControlRolloutGroup(ctx context.Context, id, kind, reason string) (*model.RolloutGroup, error) {
+	return c.groupCall(ctx, "/v1/rollout_groups/"+kind, map[string]any{"group_id": id, "reason": reason})
+}
+
+// groupCall posts req to a route that answers {"rollout_group"}.
+func (c *Client) groupCall(ctx context.Context, route string, req any) (*model.RolloutGroup, error) {
+	var resp struct {
+		RolloutGroup *model.RolloutGroup `json:"rollout_group"`
+	}
+	if err := c.post(ctx, route, req, &resp); err != nil {
+		return nil, err
+	}
+	if resp.RolloutGroup == nil {
+		return nil, fmt.Errorf("POST %s: no rollout group in the answer", route)
+	}
+	return resp.RolloutGroup, nil
+}

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"fmt"
+	"github.com/updatable-lrps/bbs/internal/testcluster"
 	"maps"
 	"os"
 	"path/filepath"
@@ -139,4 +140,11 @@ func profileWindow(b *testing.B) func() {
 		f.Close()
 		b.Logf("CPU profile of the measured stretch: %s", path)
 	}
+}
+
+// backendCPU is the CPU the PostgreSQL backend answering w's samples has used: the
+// sampling's, which the CPU per step leaves out.
+func backendCPU(w *testcluster.FleetWatch) time.Duration {
+	p, _ := readProcCPU(w.BackendPID)
+	return p.own
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -211,7 +210,8 @@ func BenchmarkThousandRollouts(b *testing.B) {
 		prefix := fmt.Sprintf("r%d-", i)
 		parallel(b, lrps, func(j int) error { return c.BBS.DesireLRP(ctx, instantLRP(fmt.Sprintf("%s%04d", prefix, j), perLRP)) })
 		waitRunning(b, c, lrps*perLRP*(i+1), 5*time.Minute)
-		watch := watchFleet(b, c, prefix, perLRP)
+		watch := c.WatchFleet(prefix, perLRP)
+		sampling0 := backendCPU(watch)
 		cpu0, parts := treeCPUByChild()
 		stopProfile := profileWindow(b)
 		start := time.Now()
@@ -221,12 +221,12 @@ func BenchmarkThousandRollouts(b *testing.B) {
 		waitRollouts(b, c, lrps*(i+1), 20*time.Minute)
 		took := time.Since(start)
 		stopProfile()
-		sampling := watch.backendCPU() - watch.backendCPU0
+		sampling := backendCPU(watch) - sampling0
 		cpu := treeCPU() - cpu0 - sampling
 		parts["postgres"] += sampling
 		b.Logf("CPU per index step: %s(the invariant's sampling, left out: postgres %.1f ms)", cpuSince(parts, lrps*perLRP),
 			float64(sampling.Microseconds())/1000/float64(lrps*perLRP))
-		samples := watch.finish(b, lrps)
+		samples := watch.Finish(lrps)
 		var onV2 int
 		if err := c.Store.DB().GetContext(ctx, &onV2, `SELECT count(*) FROM actual_lrps
 WHERE process_guid LIKE $1 AND definition_id = 'v2' AND state = 'RUNNING' AND NOT retiring`, prefix+"%"); err != nil {
@@ -255,109 +255,6 @@ WHERE process_guid LIKE $1 AND definition_id = 'v2' AND state = 'RUNNING' AND NO
 		b.ReportMetric(ours/rfl, "run-floor-ratio")
 	}
 	b.ReportMetric(0, "ns/op")
-}
-
-// fleetWatch samples every LRP whose guid starts with a prefix and keeps the first
-// violations of the invariant: n indices, each with a RUNNING instance that is not retiring.
-type fleetWatch struct {
-	stop       chan struct{}
-	done       chan struct{}
-	samples    int
-	seen       map[string]bool // LRPs present in some sample
-	violations []string
-	first      string // the first LRP seen violating
-	c          *testcluster.Cluster
-	// backend is the PostgreSQL backend that answers the samples; backendCPU0 its CPU when
-	// sampling began.
-	backend     int
-	backendCPU0 time.Duration
-}
-
-// backendCPU is the CPU the sampling's PostgreSQL backend has used.
-func (w *fleetWatch) backendCPU() time.Duration {
-	p, _ := readProcCPU(w.backend)
-	return p.own
-}
-
-func watchFleet(b *testing.B, c *testcluster.Cluster, prefix string, n int) *fleetWatch {
-	w := &fleetWatch{stop: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}, c: c}
-	// One connection of its own, so that the CPU of its PostgreSQL backend — the sampling is
-	// the benchmark's, not the system's — can be left out of the CPU per step.
-	conn, err := c.Store.DB().Connx(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := conn.GetContext(ctx, &w.backend, `SELECT pg_backend_pid()`); err != nil {
-		b.Fatal(err)
-	}
-	w.backendCPU0 = w.backendCPU()
-	go func() {
-		defer close(w.done)
-		defer conn.Close()
-		for {
-			var rows []struct {
-				GUID   string `db:"process_guid"`
-				Served int    `db:"served"`
-			}
-			err := conn.SelectContext(ctx, &rows, `SELECT process_guid,
-    count(DISTINCT instance_index) FILTER (WHERE state = 'RUNNING' AND NOT retiring AND presence = 'ORDINARY') AS served
-FROM actual_lrps WHERE process_guid LIKE $1 GROUP BY process_guid`, prefix+"%")
-			if err != nil {
-				w.violations = append(w.violations, "sample failed: "+err.Error())
-				return
-			}
-			w.samples++
-			for _, r := range rows {
-				w.seen[r.GUID] = true
-				if r.Served < n && len(w.violations) < 10 {
-					w.violations = append(w.violations, fmt.Sprintf("sample %d: %s serves %d of %d indices", w.samples, r.GUID, r.Served, n))
-					if w.first == "" {
-						w.first = r.GUID
-					}
-				}
-			}
-			select {
-			case <-w.stop:
-				return
-			case <-time.After(25 * time.Millisecond):
-			}
-		}
-	}()
-	return w
-}
-
-// history is the instance and rollout events of LRP guid, oldest first, for a violation's
-// report.
-func (w *fleetWatch) history(guid string) string {
-	var rows []struct {
-		At   time.Time `db:"created_at"`
-		Name string    `db:"name"`
-		Data string    `db:"data"`
-	}
-	err := w.c.Store.DB().SelectContext(ctx, &rows, `SELECT created_at, name, data::text AS data FROM events
-WHERE data::text LIKE '%' || $1 || '%' ORDER BY id`, `"`+guid+`"`)
-	if err != nil {
-		return err.Error()
-	}
-	var out strings.Builder
-	for _, r := range rows {
-		fmt.Fprintf(&out, "%s %s %s\n", r.At.Format("15:04:05.000000"), r.Name, r.Data)
-	}
-	return out.String()
-}
-
-// finish stops sampling, fails on any violation or on an LRP never sampled, and returns the
-// number of samples.
-func (w *fleetWatch) finish(b *testing.B, lrps int) int {
-	close(w.stop)
-	<-w.done
-	if len(w.violations) > 0 {
-		b.Fatalf("the invariant broke:\n%s\nthe first LRP's instance events:\n%s", strings.Join(w.violations, "\n"), w.history(w.first))
-	}
-	if len(w.seen) != lrps || w.samples < 10 {
-		b.Fatalf("%d samples saw %d of %d LRPs", w.samples, len(w.seen), lrps)
-	}
-	return w.samples
 }
 
 func parallel(b *testing.B, n int, f func(i int) error) {

@@ -59,7 +59,7 @@ func BenchmarkRolloutPace(b *testing.B) {
 				}
 				lrps++
 				waitRunning(b, c, n*lrps, 2*time.Minute)
-				watch := watchFleet(b, c, guid, n)
+				watch := c.WatchFleet(guid, n)
 				cpu := treeCPU()
 				start := time.Now()
 				u := &model.DesiredLRPUpdate{Definition: delayedDefinition("v2", delay), Strategy: &model.RolloutStrategy{MaxInFlight: &pace}}
@@ -69,7 +69,7 @@ func BenchmarkRolloutPace(b *testing.B) {
 				waitRolloutOf(b, c, guid, 10*time.Minute, ended(model.RolloutCompleted))
 				took := time.Since(start)
 				spent := treeCPU() - cpu
-				samples := watch.finish(b, 1)
+				samples := watch.Finish(1)
 				rates[pace] = n / took.Seconds()
 				// The machine's share the walk kept busy (every process of the cluster: the
 				// BBS, its cells, PostgreSQL, Temporal): where it nears 1, the machine, not the
@@ -119,7 +119,7 @@ func BenchmarkRevert50(b *testing.B) {
 			}
 			lrps++
 			waitRunning(b, c, n*lrps, 2*time.Minute)
-			watch := watchFleet(b, c, guid, n)
+			watch := c.WatchFleet(guid, n)
 			one := int32(1)
 			start := time.Now()
 			u := &model.DesiredLRPUpdate{Definition: delayedDefinition("v2", delay), Strategy: &model.RolloutStrategy{MaxInFlight: &one}}
@@ -137,7 +137,7 @@ func BenchmarkRevert50(b *testing.B) {
 			back := time.Now()
 			waitRolloutOf(b, c, guid, 5*time.Minute, ended(model.RolloutReverted))
 			reverted := time.Since(back)
-			samples := watch.finish(b, 1)
+			samples := watch.Finish(1)
 			// The indices walked forward and back differ by the index in flight at the abort.
 			ratio := reverted.Seconds() / forward.Seconds()
 			b.Logf("start %v: forward at max_in_flight 1: %d indices in %s; revert at 5 (aborted at %d updated): %s — %.2f of the forward time (target ≤ 0.25); every index served over %d samples",

@@ -143,6 +143,11 @@ func (s *Store) reportInTx(ctx context.Context, tx *sqlx.Tx, reports []InstanceR
 		at[k] = true
 		befores, afters, of = append(befores, before), append(afters, after), append(of, i)
 	}
+	if !start {
+		if befores, afters, of, err = admitClaims(ctx, tx, befores, afters, of, results); err != nil {
+			return err
+		}
+	}
 	stored, err := writeInstances(ctx, tx, afters)
 	if err != nil {
 		return err
@@ -273,4 +278,23 @@ UPDATE desired_lrps l SET healthy_definition_id = due.def, updated_at = now()
 FROM due WHERE l.process_guid = due.process_guid`,
 		pq.StringArray(guids), pq.StringArray(defs))
 	return err
+}
+
+// admitClaims drops from a batch the claims the rollout groups' per-cell budgets refuse
+// (admitGroupClaims), answering each refused report with its refusal.
+func admitClaims(ctx context.Context, tx *sqlx.Tx, befores, afters []model.ActualLRP, of []int, results []BatchResult) ([]model.ActualLRP, []model.ActualLRP, []int, error) {
+	refused, err := admitGroupClaims(ctx, tx, afters)
+	if err != nil || refused == nil {
+		return befores, afters, of, err
+	}
+	n := 0
+	for j := range afters {
+		if refused[j] != nil {
+			results[of[j]].Err = refused[j]
+			continue
+		}
+		befores[n], afters[n], of[n] = befores[j], afters[j], of[j]
+		n++
+	}
+	return befores[:n], afters[:n], of[:n], nil
 }

@@ -21,6 +21,13 @@ func (s *Store) ClaimActualLRP(ctx context.Context, key model.ActualLRPKey, ik m
 		if err != nil || !write {
 			return after, err
 		}
+		refused, err := admitGroupClaims(ctx, tx, []model.ActualLRP{after})
+		if err != nil {
+			return after, err
+		}
+		if refused != nil && refused[0] != nil {
+			return model.ActualLRP{}, refused[0]
+		}
 		return writeChange(ctx, tx, before, &after)
 	})
 }

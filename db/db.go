@@ -42,6 +42,10 @@ type Store struct {
 	// claims and starts group the cells' batch reports into shared transactions.
 	claims, starts reportGroup
 
+	// patchProtobuf patches the protobuf of a definition a rollout group rolls
+	// (WithProtobufPatcher).
+	patchProtobuf ProtobufPatcher
+
 	notifyMu sync.Mutex
 	notifier *Notifier
 	closed   bool

@@ -441,6 +441,12 @@ UPDATE rollouts SET state = 'failed', reason = 'the LRP was removed', finished_a
 WHERE process_guid = $1 AND state IN `+inProgressStates, guid); err != nil {
 			return err
 		}
+		// A group's member whose LRP is gone did not fail: it is skipped, rolling or not.
+		if _, err := tx.ExecContext(ctx, `
+UPDATE rollout_group_members SET state = 'skipped', reason = 'the LRP was removed'
+WHERE process_guid = $1 AND state IN ('pending', 'rolling')`, guid); err != nil {
+			return err
+		}
 		var removed []model.ActualLRP
 		if removed, res.ToStop, err = s.retireIndicesFrom(ctx, tx, guid, 0); err != nil {
 			return err

@@ -39,6 +39,7 @@ type rolloutRow struct {
 	Traffic           jsonText `db:"traffic"`
 	TrafficGeneration int64    `db:"traffic_generation"`
 	Analysis          jsonText `db:"analysis"`
+	GroupID           string   `db:"group_id"`
 }
 
 // inProgressStates is model.RolloutStatesInProgress as an SQL list for `state IN`: literals
@@ -60,7 +61,7 @@ const rolloutColumns = `id, process_guid, kind, from_definition_id, to_definitio
     (extract(epoch FROM started_at) * 1e9)::bigint AS started_at,
     (extract(epoch FROM finished_at) * 1e9)::bigint AS finished_at,
     workflow_id, run_id, reason, strategy, failure, revert_failure, reverted_to, phase, step,
-    last_control, traffic, traffic_generation, analysis`
+    last_control, traffic, traffic_generation, analysis, COALESCE(group_id, '') AS group_id`
 
 func (r *rolloutRow) model() model.Rollout {
 	given := []int32(r.GivenUpIndices)
@@ -92,6 +93,7 @@ func (r *rolloutRow) model() model.Rollout {
 		WorkflowID: r.WorkflowID, RunID: r.RunID, Reason: r.Reason, Strategy: r.Strategy.s,
 		Failure: r.Failure.f, RevertFailure: r.RevertFailure.f, RevertedTo: r.RevertedTo,
 		LastControl: r.LastControl, Traffic: traffic, TrafficGeneration: r.TrafficGeneration, Analysis: analysis,
+		GroupID: r.GroupID,
 	}
 }
 
@@ -140,6 +142,11 @@ WHERE id = $1 RETURNING `+rolloutColumns, id, state, reason); err != nil {
 		return nil, err
 	}
 	ro := r.model()
+	if ro.GroupID != "" {
+		if err := endGroupMember(ctx, tx, ro.ID, state, reason); err != nil {
+			return nil, err
+		}
+	}
 	// The LRP routes by instances again once no rollout holds a weighted step.
 	return &ro, endTraffic(ctx, tx, ro.ProcessGUID, ro.ID)
 }

@@ -25,6 +25,8 @@ type RolloutRequest struct {
 	// Strategy is the request's own strategy; Defaults the server's. The rollout records
 	// them resolved over the LRP's default (model.ResolveStrategy).
 	Strategy, Defaults *model.RolloutStrategy
+	// GroupID names the rollout group that starts this rollout as a member ("" for none).
+	GroupID string
 }
 
 // RolloutStart is what starting a rollout changed.
@@ -41,83 +43,90 @@ type RolloutStart struct {
 // row in state active — so that the workflow the caller starts next (or the converger, if the
 // caller dies first) has everything it needs.
 func (s *Store) StartRollout(ctx context.Context, req RolloutRequest) (*RolloutStart, error) {
-	var out RolloutStart
-	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
-		row, err := lockDesired(ctx, tx, req.ProcessGUID)
-		if err != nil {
-			return err
-		}
-		before, err := s.desiredInTx(ctx, tx, req.ProcessGUID)
-		if err != nil {
-			return err
-		}
-		var events []pendingEvent
-		from := row.ActiveDefinitionID
-		current, err := rolloutInProgress(ctx, tx, req.ProcessGUID)
-		if err != nil {
-			return err
-		}
-		if current != nil {
-			if !req.Supersede {
-				return model.Errorf(model.ErrUpdateInProgress, "LRP %q is rolling out to %q; cancel it or wait", req.ProcessGUID, current.ToDefinitionID)
-			}
-			// The walk back of a cancel or the new target both start from the last definition
-			// that was fully in place.
-			from = current.FromDefinitionID
-			sup, err := finishRolloutRow(ctx, tx, current.ID, model.RolloutSuperseded, "superseded by a new definition")
-			if err != nil {
-				return err
-			}
-			out.Superseded = sup
-			events = append(events, event(model.EventRolloutChanged, sup))
-		}
-		to, err := s.rolloutTarget(ctx, tx, row, req)
-		if err != nil {
-			return err
-		}
-		if req.Update != nil {
-			var res UpdateResult
-			instanceEvents, err := s.applyUpdate(ctx, tx, row, req.Update, &res)
-			if err != nil {
-				return err
-			}
-			out.ToStop = res.ToStop
-			events = append(events, instanceEvents...)
-		}
-		var instances int32
-		if err := tx.GetContext(ctx, &instances, `
-UPDATE desired_lrps SET active_definition_id = $2, previous_definition_id = $3,
-    modification_index = modification_index + 1, updated_at = now()
-WHERE process_guid = $1 RETURNING instances`, req.ProcessGUID, to, from); err != nil {
-			return err
-		}
-		strategy, err := resolveStrategy(req, row.RolloutStrategy)
-		if err != nil {
-			return err
-		}
-		if err := checkWeightCapacity(strategy, instances); err != nil {
-			return err
-		}
-		var r rolloutRow
-		if err := tx.GetContext(ctx, &r, `INSERT INTO rollouts (id, process_guid, kind, from_definition_id, to_definition_id,
-    state, instances, workflow_id, strategy)
-VALUES ($1, $2, $3, $4, $5, 'active', $6, $7, $8)
-RETURNING `+rolloutColumns, uuid.NewString(), req.ProcessGUID, req.Kind, from, to, instances, model.RolloutWorkflowID(req.ProcessGUID),
-			strategy); err != nil {
-			return err
-		}
-		ro := r.model()
-		out.Rollout = &ro
-		if out.Desired, err = s.desiredInTx(ctx, tx, req.ProcessGUID); err != nil {
-			return err
-		}
-		events = append(events, changed(model.EventDesiredLRPChanged, model.NewDesiredLRPEvent(before), model.NewDesiredLRPEvent(out.Desired)), event(model.EventRolloutChanged, ro))
-		return appendEvents(ctx, tx, events...)
+	var out *RolloutStart
+	err := s.inTx(ctx, func(tx *sqlx.Tx) (err error) {
+		out, err = s.startRolloutIn(ctx, tx, req)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &out, nil
+	return out, nil
+}
+
+// startRolloutIn is StartRollout inside tx, which a rollout group's member start shares.
+func (s *Store) startRolloutIn(ctx context.Context, tx *sqlx.Tx, req RolloutRequest) (*RolloutStart, error) {
+	var out RolloutStart
+	row, err := lockDesired(ctx, tx, req.ProcessGUID)
+	if err != nil {
+		return nil, err
+	}
+	before, err := s.desiredInTx(ctx, tx, req.ProcessGUID)
+	if err != nil {
+		return nil, err
+	}
+	var events []pendingEvent
+	from := row.ActiveDefinitionID
+	current, err := rolloutInProgress(ctx, tx, req.ProcessGUID)
+	if err != nil {
+		return nil, err
+	}
+	if current != nil {
+		if !req.Supersede {
+			return nil, model.Errorf(model.ErrUpdateInProgress, "LRP %q is rolling out to %q; cancel it or wait", req.ProcessGUID, current.ToDefinitionID)
+		}
+		// The walk back of a cancel or the new target both start from the last definition
+		// that was fully in place.
+		from = current.FromDefinitionID
+		sup, err := finishRolloutRow(ctx, tx, current.ID, model.RolloutSuperseded, "superseded by a new definition")
+		if err != nil {
+			return nil, err
+		}
+		out.Superseded = sup
+		events = append(events, event(model.EventRolloutChanged, sup))
+	}
+	to, err := s.rolloutTarget(ctx, tx, row, req)
+	if err != nil {
+		return nil, err
+	}
+	if req.Update != nil {
+		var res UpdateResult
+		instanceEvents, err := s.applyUpdate(ctx, tx, row, req.Update, &res)
+		if err != nil {
+			return nil, err
+		}
+		out.ToStop = res.ToStop
+		events = append(events, instanceEvents...)
+	}
+	var instances int32
+	if err := tx.GetContext(ctx, &instances, `
+UPDATE desired_lrps SET active_definition_id = $2, previous_definition_id = $3,
+    modification_index = modification_index + 1, updated_at = now()
+WHERE process_guid = $1 RETURNING instances`, req.ProcessGUID, to, from); err != nil {
+		return nil, err
+	}
+	strategy, err := resolveStrategy(req, row.RolloutStrategy)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkWeightCapacity(strategy, instances); err != nil {
+		return nil, err
+	}
+	var r rolloutRow
+	if err := tx.GetContext(ctx, &r, `INSERT INTO rollouts (id, process_guid, kind, from_definition_id, to_definition_id,
+    state, instances, workflow_id, strategy, group_id)
+VALUES ($1, $2, $3, $4, $5, 'active', $6, $7, $8, NULLIF($9, ''))
+RETURNING `+rolloutColumns, uuid.NewString(), req.ProcessGUID, req.Kind, from, to, instances, model.RolloutWorkflowID(req.ProcessGUID),
+		strategy, req.GroupID); err != nil {
+		return nil, err
+	}
+	ro := r.model()
+	out.Rollout = &ro
+	if out.Desired, err = s.desiredInTx(ctx, tx, req.ProcessGUID); err != nil {
+		return nil, err
+	}
+	events = append(events, changed(model.EventDesiredLRPChanged, model.NewDesiredLRPEvent(before), model.NewDesiredLRPEvent(out.Desired)), event(model.EventRolloutChanged, ro))
+	return &out, appendEvents(ctx, tx, events...)
 }
 
 // rolloutTarget stores or revives the definition a rollout walks to, and returns its id.

@@ -62,6 +62,10 @@ type Service struct {
 	stops     *Stops
 	workflows Rollouts // nil: no Temporal, rollouts answer Unavailable
 	log       *zap.Logger
+	// groupStore and groupWorkflows serve rollout groups (WithGroups); nil: groups answer
+	// Unavailable.
+	groupStore     GroupStore
+	groupWorkflows GroupWorkflows
 }
 
 // NewService builds a Service. stopper may be nil while no cell can run instances; the

@@ -126,6 +126,8 @@ type Rollout struct {
 	TrafficGeneration int64            `json:"traffic_generation,omitempty"`
 	// Analysis are the verdicts of canary against baseline, in the order they were given.
 	Analysis []AnalysisVerdict `json:"analysis"`
+	// GroupID names the rollout group this rollout is a member of ("" for none).
+	GroupID string `json:"group_id,omitempty"`
 }
 
 // RolloutStatesInProgress are the states of a rollout still under way: walking, paused

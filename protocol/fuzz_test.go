@@ -42,6 +42,22 @@ func (s *recordingStore) write(validate func() error) {
 
 func (s *recordingStore) WithdrawWeight(context.Context, string) (bool, error) { return false, nil }
 
+// The rollout group calls: a create writes (what the model refuses must never get here), and
+// there is no group to read or steer.
+func (s *recordingStore) CreateRolloutGroup(_ context.Context, spec model.RolloutGroupSpec) (*model.RolloutGroup, error) {
+	s.write(spec.Validate)
+	return &model.RolloutGroup{GroupID: spec.GroupID, State: model.GroupPending, Spec: spec}, nil
+}
+func (s *recordingStore) ControlRolloutGroup(_ context.Context, id, _, _ string) (*model.RolloutGroup, error) {
+	return nil, model.Errorf(model.ErrResourceNotFound, "rollout group %q not found", id)
+}
+func (s *recordingStore) RolloutGroup(_ context.Context, id string) (*model.RolloutGroup, error) {
+	return nil, model.Errorf(model.ErrResourceNotFound, "rollout group %q not found", id)
+}
+func (s *recordingStore) RolloutGroups(context.Context) ([]model.RolloutGroup, error) {
+	return nil, nil
+}
+
 func (s *recordingStore) Ping(context.Context) error { return nil }
 func (s *recordingStore) UpsertDomain(_ context.Context, d model.Domain) error {
 	s.mu.Lock()
@@ -418,6 +434,13 @@ var fuzzRoutes = []struct {
 	{"/v1/rollouts/abort", func() proto.Message { return &pb.RolloutControlResponse{} }},
 	{"/v1/rollouts/set_pace", func() proto.Message { return &pb.RolloutControlResponse{} }},
 	{"/v1/rollouts/promote", func() proto.Message { return &pb.RolloutControlResponse{} }},
+	// Rollout groups: after the rollout controls.
+	{"/v1/rollout_groups/create", func() proto.Message { return &pb.RolloutGroupResponse{} }},
+	{"/v1/rollout_groups/get", func() proto.Message { return &pb.RolloutGroupResponse{} }},
+	{"/v1/rollout_groups/list", func() proto.Message { return &pb.RolloutGroupsResponse{} }},
+	{"/v1/rollout_groups/pause", func() proto.Message { return &pb.RolloutGroupResponse{} }},
+	{"/v1/rollout_groups/resume", func() proto.Message { return &pb.RolloutGroupResponse{} }},
+	{"/v1/rollout_groups/abort", func() proto.Message { return &pb.RolloutGroupResponse{} }},
 }
 
 // fuzzRoute is the index of path in fuzzRoutes, for the seeds.
@@ -480,6 +503,12 @@ func fuzzSeeds() map[string][]proto.Message {
 		"/v1/rollouts/abort":    {&pb.AbortRolloutRequest{ProcessGuid: "app", Reason: "p99"}},
 		"/v1/rollouts/set_pace": {&pb.SetRolloutPaceRequest{ProcessGuid: "app", MaxInFlight: &two}},
 		"/v1/rollouts/promote":  {&pb.PromoteRolloutRequest{ProcessGuid: "app", Full: true}},
+		"/v1/rollout_groups/create": {&pb.CreateRolloutGroupRequest{GroupId: "g", Selector: &pb.RolloutGroupSelector{Domain: "cf-apps",
+			ProcessGuids: []string{"app"}, MetricTags: map[string]string{"space": "s"}},
+			Patch:    &pb.DefinitionPatch{RootFs: &def.RootFs, EnvironmentVariables: []*pb.EnvironmentVariable{{Name: "A", Value: "b"}}},
+			Strategy: strategy, Waves: []*pb.RolloutWave{{Percent: 10}, {Percent: 100}}, PauseBetweenWavesMs: 1000,
+			MaxConcurrentLrps: 5, MaxConcurrentPerCell: 2, MaxFailedPercent: 5}},
+		"/v1/rollout_groups/abort": {&pb.RolloutGroupRequest{GroupId: "g", Reason: "bad stack"}},
 		"/v1/tasks/desire.r2": {&pb.DesireTaskRequest{TaskGuid: "new", Domain: "cf-tasks", TaskDefinition: &pb.TaskDefinition{
 			RootFs: "preloaded:cflinuxfs4", Action: &pb.Action{RunAction: &pb.RunAction{Path: "/bin/true", User: "vcap"}},
 			CompletionCallbackUrl: "https://cc/completed", MetricTags: map[string]*pb.MetricTagValue{"source_id": {Static: "s"}},

@@ -59,7 +59,17 @@ func deps(store interface {
 	protocol.Store
 	lrps.Store
 }, stopper lrps.Stopper, rollouts lrps.Rollouts, log *zap.Logger) protocol.Deps {
-	return protocol.Deps{Store: store, LRPs: lrps.NewService(store, stopper, rollouts, log), Log: log}
+	service := lrps.NewService(store, stopper, rollouts, log)
+	if gs, ok := store.(lrps.GroupStore); ok {
+		service.WithGroups(gs, &recorders.Groups{})
+	}
+	return protocol.Deps{Store: store, LRPs: service, Groups: groupsOf(store), Log: log}
+}
+
+// groupsOf is store's reading of rollout groups, when it has one (the real store does).
+func groupsOf(store any) protocol.GroupStore {
+	g, _ := store.(protocol.GroupStore)
+	return g
 }
 
 // postRaw posts body to path as BBS clients do and returns the raw answer.

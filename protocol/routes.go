@@ -1,6 +1,9 @@
 package protocol
 
-import "github.com/updatable-lrps/bbs/protocol/pb"
+import (
+	"github.com/updatable-lrps/bbs/model"
+	"github.com/updatable-lrps/bbs/protocol/pb"
+)
 
 // routes registers every route this listener serves; the rest answer a plain-text 404.
 // Paths and revisions are BBS's (BBS-PROTOCOL.md §1.1).
@@ -48,6 +51,12 @@ func (s *Server) routes() {
 	route(s, "/v1/rollouts/abort", s.abortRollout)
 	route(s, "/v1/rollouts/set_pace", s.setRolloutPace)
 	route(s, "/v1/rollouts/promote", s.promoteRollout)
+	route(s, "/v1/rollout_groups/create", s.createRolloutGroup)
+	route(s, "/v1/rollout_groups/get", s.rolloutGroup)
+	route(s, "/v1/rollout_groups/list", s.rolloutGroups)
+	route(s, "/v1/rollout_groups/pause", s.controlRolloutGroup(model.GroupControlPause))
+	route(s, "/v1/rollout_groups/resume", s.controlRolloutGroup(model.GroupControlResume))
+	route(s, "/v1/rollout_groups/abort", s.controlRolloutGroup(model.GroupControlAbort))
 
 	// Tasks (task.go) and their event streams (task_events.go).
 	route(s, "/v1/tasks/desire.r2", needsTasks(s, s.desireTask))

@@ -51,7 +51,9 @@ type Deps struct {
 	// DesiredLRPEvents replaces the translation of the desired-LRP events of both LRP
 	// streams; nil: desiredLRPEvent (desired_lrp_events.go), BBS's messages.
 	DesiredLRPEvents DesiredLRPEvents
-	Log              *zap.Logger
+	// Groups reads rollout groups (*db.Store); nil: get and list answer a bare 503.
+	Groups GroupStore
+	Log    *zap.Logger
 }
 
 // Server answers the BBS protocol.
@@ -65,12 +67,14 @@ type Server struct {
 	lrps *lrps.Service
 	// tasks makes the task changes the JSON API makes too; nil: the task routes answer 503.
 	tasks *tasks.Service
+	// groups reads rollout groups; nil: get and list answer 503.
+	groups GroupStore
 }
 
 // NewServer builds the protocol server over d. It answers 503 with no body, as BBS does,
 // until MarkReady is called (after migrations).
 func NewServer(d Deps) *Server {
-	s := &Server{store: d.Store, log: d.Log.Named("bbs-protocol"), mux: http.NewServeMux(), lrps: d.LRPs, tasks: d.Tasks}
+	s := &Server{store: d.Store, log: d.Log.Named("bbs-protocol"), mux: http.NewServeMux(), lrps: d.LRPs, tasks: d.Tasks, groups: d.Groups}
 	s.streams.source = d.Events
 	s.streams.desired = d.DesiredLRPEvents
 	if s.streams.desired == nil {

@@ -40,6 +40,14 @@ type Deps struct {
 	Stopper activities.Stopper
 	// Rollouts starts rollout workflows (convergence resumes any without one).
 	Rollouts activities.RolloutStarter
+	// GroupStore, Groups, Members and Aborter run rollout groups: their decisions, their
+	// workflows (convergence resumes any without one), their members' rollouts; a nil
+	// GroupStore registers no group activities (a worker for single rollouts, as in tests).
+	GroupStore       activities.GroupStore
+	GroupResumeStore activities.GroupResumeStore
+	Groups           activities.GroupStarter
+	Members          activities.MemberRollouts
+	Aborter          activities.MemberAborter
 	// Waiter wakes the activities that wait for an instance to run.
 	Waiter activities.Waiter
 	// Events bounds the event log that each convergence pass prunes.
@@ -75,6 +83,7 @@ func RegisterWorkflows(r WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.RolloutWorkflow, workflow.RegisterOptions{Name: workflows.LegacyRolloutWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.RolloutWorkflow, workflow.RegisterOptions{Name: workflows.RolloutWorkflowType})
 	r.RegisterWorkflow(workflows.TaskCallbackWorkflow)
+	r.RegisterWorkflowWithOptions(workflows.RolloutGroupWorkflow, workflow.RegisterOptions{Name: workflows.RolloutGroupWorkflowType})
 }
 
 // Register registers every BBS workflow and activity with r.
@@ -87,7 +96,11 @@ func Register(r sdkworker.Registry, d Deps) {
 	r.RegisterActivity(&activities.Converger{Store: d.ConvergeStore, Stopper: d.Stopper,
 		EventRetention: d.Events.Retention, EventsKept: d.Events.Kept, Log: log.Named("converger"),
 		Tasks: d.TaskConverge, TaskOptions: d.TaskOptions, Callbacks: d.Callbacks, Metrics: d.ConvergeMetrics, Fleet: d.Fleet})
-	r.RegisterActivity(&activities.Resumer{Store: d.ResumeStore, Starter: d.Rollouts, Log: log.Named("resumer")})
+	r.RegisterActivity(&activities.Resumer{Store: d.ResumeStore, Starter: d.Rollouts, Log: log.Named("resumer"),
+		Groups: d.Groups, GroupStore: d.GroupResumeStore})
+	if d.GroupStore != nil {
+		r.RegisterActivity(&activities.RolloutGroups{Store: d.GroupStore, Rollouts: d.Members, Aborter: d.Aborter, Log: log.Named("rollout-groups")})
+	}
 	r.RegisterActivity(&activities.Rollouts{Store: d.RolloutStore, Stopper: d.Stopper, Waiter: d.Waiter, Log: log.Named("rollouts"),
 		Metrics: d.RolloutMetrics, Analysis: d.Analysis})
 	if d.TaskStore != nil {

@@ -94,6 +94,10 @@ type RolloutInput struct {
 	// analysis (nil: neither).
 	Analysis *model.AnalysisPolicy `json:"analysis,omitempty"`
 
+	// Group names the rollout group the rollout is a member of, for its search attribute
+	// ("": none). The walk does not read it: a member walks as any rollout does.
+	Group string `json:"group,omitempty"`
+
 	// RolloutCarried is zero on a fresh start; a run that continues as new fills it in.
 	RolloutCarried
 }

@@ -38,6 +38,11 @@ var (
 	// server registered it starts its rollouts without it (startRollout, on the server's
 	// refusal), and they run as before, showing no phase.
 	SearchAttrRolloutPhase = temporal.NewSearchAttributeKeyKeyword("RolloutPhase")
+	// SearchAttrRolloutGroup names the rollout group of a member rollout's run, and of the
+	// group's own workflow (ROLLOUTS-NEXT.md section 2): `RolloutGroup='cflinuxfs4-2026'`
+	// lists a group and every member. Set at the start only; like RolloutPhase, a server
+	// that does not know it gets the start without it.
+	SearchAttrRolloutGroup = temporal.NewSearchAttributeKeyKeyword("RolloutGroup")
 )
 
 // startPhase is the phase a rollout starts in, as its run computes it (rollout.rolloutPhase)
@@ -61,6 +66,9 @@ func startAttributes(in RolloutInput, phase bool) temporal.SearchAttributes {
 	}
 	if phase {
 		attrs = append(attrs, SearchAttrRolloutPhase.ValueSet(startPhase(in)))
+		if in.Group != "" {
+			attrs = append(attrs, SearchAttrRolloutGroup.ValueSet(in.Group))
+		}
 	}
 	return temporal.NewSearchAttributes(attrs...)
 }
@@ -72,7 +80,7 @@ func startAttributes(in RolloutInput, phase bool) temporal.SearchAttributes {
 func startRollout(taskQueue string, in RolloutInput, start func(client.StartWorkflowOptions) error) error {
 	opts := rolloutStartOptions(taskQueue, in)
 	err := start(opts)
-	if undefinedAttribute(err, SearchAttrRolloutPhase.GetName()) {
+	if undefinedAttribute(err, SearchAttrRolloutPhase.GetName()) || undefinedAttribute(err, SearchAttrRolloutGroup.GetName()) {
 		opts.TypedSearchAttributes = startAttributes(in, false)
 		err = start(opts)
 	}
@@ -182,7 +190,7 @@ func (rc *RolloutClient) Input(r *model.Rollout, domain string) RolloutInput {
 		MaxInFlight: r.Strategy.MaxInFlightOr(rc.MaxInFlight), IndexDeadline: deadline, Runs: true, WalkByRuns: true,
 		Failure: failurePolicy(r.Strategy), MinReady: millis(r.Strategy, func(s *model.RolloutStrategy) *int64 { return s.MinReadyMS }),
 		ProgressDeadline: millis(r.Strategy, func(s *model.RolloutStrategy) *int64 { return s.ProgressDeadlineMS }),
-		Canary:           canarySteps(r.Strategy), Analysis: analysisPolicy(r.Strategy)}
+		Canary:           canarySteps(r.Strategy), Analysis: analysisPolicy(r.Strategy), Group: r.GroupID}
 }
 
 // analysisPolicy is a resolved strategy's analysis when a step or the background uses it.

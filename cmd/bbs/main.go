@@ -86,19 +86,20 @@ func main() {
 // commands are the subcommands: docker-compose.yml's services name them (a test checks it).
 func commands() map[string]func(ctx context.Context, args []string) error {
 	return map[string]func(ctx context.Context, args []string) error{
-		"api":         runAPICommand,
-		"worker":      runWorkerCommand,
-		"migrate":     runMigrateCommand,
-		"dev":         runDevCommand,
-		"cluster":     runClusterCommand,
-		"lb":          runLBCommand,
-		"cell":        runCellCommand,
-		"router":      runRouterCommand,
-		"ssh-proxy":   runSSHProxyCommand,
-		"ssh-code":    runSSHCodeCommand,
-		"sshd":        runSSHDCommand,
-		"tps-watcher": runTPSWatcherCommand,
-		"rollout":     runRolloutCommand,
+		"api":           runAPICommand,
+		"worker":        runWorkerCommand,
+		"migrate":       runMigrateCommand,
+		"dev":           runDevCommand,
+		"cluster":       runClusterCommand,
+		"lb":            runLBCommand,
+		"cell":          runCellCommand,
+		"router":        runRouterCommand,
+		"ssh-proxy":     runSSHProxyCommand,
+		"ssh-code":      runSSHCodeCommand,
+		"sshd":          runSSHDCommand,
+		"tps-watcher":   runTPSWatcherCommand,
+		"rollout":       runRolloutCommand,
+		"rollout-group": runRolloutGroupCommand,
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -34,6 +35,13 @@ func main() {
 		// A broken release: the app exits at start, as one missing its configuration does
 		// (the demo's crash-looping update).
 		log.Fatalf("demoapp %s: cannot start: %s", who["version"], reason)
+	}
+	if cond := os.Getenv("DEMO_FAIL_WHEN"); cond != "" {
+		// An app that breaks under one change of its environment ("STACK=v2"): what a
+		// fleet-wide stack update meets in a few apps of thousands.
+		if name, value, ok := strings.Cut(cond, "="); ok && os.Getenv(name) == value {
+			log.Fatalf("demoapp %s: cannot start with %s", who["version"], cond)
+		}
 	}
 	errorRate, _ := strconv.ParseFloat(os.Getenv("DEMO_ERROR_RATE"), 64)
 	delayMS, _ := strconv.Atoi(os.Getenv("DEMO_DELAY_MS"))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/protocol"
 	"go.uber.org/zap"
 )
 
@@ -27,7 +28,8 @@ func OpenStore(ctx context.Context, url string, log *zap.Logger) (*db.Store, err
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		attemptCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		store, err := db.Open(attemptCtx, url, db.WithLogger(log), db.WithJIT(jit), db.WithStatementCache(prepare))
+		store, err := db.Open(attemptCtx, url, db.WithLogger(log), db.WithJIT(jit), db.WithStatementCache(prepare),
+			db.WithProtobufPatcher(protocol.PatchDefinitionProtobuf))
 		cancel()
 		if err == nil {
 			return store, nil

@@ -92,3 +92,29 @@ func (r *Rollouts) Calls() []string {
 	defer r.mu.Unlock()
 	return slices.Clone(r.calls)
 }
+
+// Groups records the workflow calls made for rollout groups, as "start|wake:<group_id>".
+type Groups struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+// StartGroup records a start.
+func (g *Groups) StartGroup(_ context.Context, id string) error { return g.record("start:" + id) }
+
+// WakeGroup records a wake.
+func (g *Groups) WakeGroup(_ context.Context, id string) error { return g.record("wake:" + id) }
+
+func (g *Groups) record(call string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.calls = append(g.calls, call)
+	return nil
+}
+
+// Calls are the calls recorded so far.
+func (g *Groups) Calls() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.calls...)
+}

@@ -158,9 +158,28 @@ func read(ctx context.Context, c Client, guid string) (View, error) {
 }
 
 // watch redraws the view until the rollout ends (or the timeout), and returns the exit code
-// of its end. On a terminal it redraws in place; elsewhere (a CI log) it prints a view only
-// when it changed. An API that does not answer for a while (a restart) is waited for.
+// of its end.
 func watch(ctx context.Context, c Client, o Options, guid string, out, errOut io.Writer) int {
+	return redraw(ctx, o, "bbs rollout watch "+guid, out, errOut, func(ctx context.Context) (func(io.Writer, time.Time), int, error) {
+		v, err := read(ctx, c, guid)
+		if err != nil {
+			return nil, 0, err
+		}
+		code := -1
+		if !v.Rollout.InProgress() {
+			code = endCode(v.Rollout.State)
+		}
+		return v.Render, code, nil
+	})
+}
+
+// redraw reads a view every o.Interval and draws it until read says the thing watched ended
+// (a code of 0 or more, returned), or the timeout. On a terminal it redraws in place;
+// elsewhere (a CI log) it prints a view only when it changed. An API that does not answer
+// for a while (a restart) is waited for. A view's last line is its age, which changes every
+// second and is not a change.
+func redraw(ctx context.Context, o Options, what string, out, errOut io.Writer,
+	read func(context.Context) (render func(io.Writer, time.Time), code int, err error)) int {
 	if o.Interval <= 0 {
 		o.Interval = 500 * time.Millisecond
 	}
@@ -172,19 +191,19 @@ func watch(ctx context.Context, c Client, o Options, guid string, out, errOut io
 	tty := isTerminal(out)
 	var last []byte
 	for {
-		v, err := read(ctx, c, guid)
+		render, code, err := read(ctx)
 		switch {
 		case ctx.Err() != nil:
-			fmt.Fprintf(errOut, "bbs rollout watch %s: gave up: %v\n", guid, ctx.Err())
+			fmt.Fprintf(errOut, "%s: gave up: %v\n", what, ctx.Err())
 			return ExitError
 		case err != nil && !model.IsType(err, model.ErrUnavailable):
-			fmt.Fprintf(errOut, "bbs rollout watch %s: %v\n", guid, err)
+			fmt.Fprintf(errOut, "%s: %v\n", what, err)
 			return ExitError
 		case err != nil:
-			fmt.Fprintf(errOut, "bbs rollout watch %s: %v; trying again\n", guid, err)
+			fmt.Fprintf(errOut, "%s: %v; trying again\n", what, err)
 		default:
 			var b bytes.Buffer
-			v.Render(&b, time.Now())
+			render(&b, time.Now())
 			if !bytes.Equal(withoutAge(b.Bytes()), withoutAge(last)) || tty {
 				if tty {
 					io.WriteString(out, "\x1b[H\x1b[2J")
@@ -194,8 +213,8 @@ func watch(ctx context.Context, c Client, o Options, guid string, out, errOut io
 				out.Write(b.Bytes())
 			}
 			last = b.Bytes()
-			if !v.Rollout.InProgress() {
-				return endCode(v.Rollout.State)
+			if code >= 0 {
+				return code
 			}
 		}
 		select {

@@ -102,6 +102,9 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	// One service of each kind for both APIs: a change made through one is made by the same
 	// rules as through the other, and a task desired through one is the task of the other.
 	lrpService := lrps.NewService(cfg.Store, stopper, cfg.Rollouts.client(cfg.Temporal, cfg.TaskQueue), log)
+	if cfg.Temporal != nil {
+		lrpService.WithGroups(cfg.Store, &workflows.GroupClient{Client: cfg.Temporal, TaskQueue: taskQueueOr(cfg.TaskQueue)})
+	}
 	taskService := tasks.NewService(cfg.Store, stopper, cmp.Or(cfg.MaxTaskRetries, model.DefaultMaxTaskRetries), log)
 	server := api.NewServer(api.Deps{Store: cfg.Store, LRPs: lrpService, Tasks: taskService, Events: hub, Metrics: cfg.Metrics, Log: log})
 	ctx, cancel := context.WithCancel(ctx)
@@ -112,7 +115,7 @@ func StartAPI(ctx context.Context, cfg APIConfig) (*API, error) {
 	}
 	var protocolServer *protocol.Server
 	if cfg.ProtocolListener != nil || cfg.ProtocolTLSListener != nil {
-		protocolServer = protocol.NewServer(protocol.Deps{Store: cfg.Store, LRPs: lrpService, Tasks: taskService, Events: hub, Log: log})
+		protocolServer = protocol.NewServer(protocol.Deps{Store: cfg.Store, LRPs: lrpService, Tasks: taskService, Events: hub, Groups: cfg.Store, Log: log})
 		serve := func(ln net.Listener, scheme string) *servedHTTP {
 			if ln == nil {
 				return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/updatable-lrps/bbs/callbacks"
 	"github.com/updatable-lrps/bbs/cellapi"
 	"github.com/updatable-lrps/bbs/db"
+	"github.com/updatable-lrps/bbs/lrps"
 	"github.com/updatable-lrps/bbs/metrics"
 	"github.com/updatable-lrps/bbs/worker"
 	"github.com/updatable-lrps/bbs/workflows"
@@ -82,10 +83,14 @@ func StartWorker(ctx context.Context, cfg WorkerConfig) (*Worker, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &Worker{cancel: cancel}
 	handOver := &workflows.TaskCallbackClient{Client: cfg.Temporal, TaskQueue: queue}
+	rollouts := cfg.Rollouts.client(cfg.Temporal, queue)
 	deps := worker.Deps{
 		ConvergeStore: cfg.Store, ResumeStore: cfg.Store, RolloutStore: cfg.Store,
 		Stopper: stopper, Waiter: activities.NewPGWaiter(cfg.Store.Notifications()), Log: log,
-		Rollouts:  cfg.Rollouts.client(cfg.Temporal, queue),
+		Rollouts:   rollouts,
+		GroupStore: cfg.Store, GroupResumeStore: cfg.Store, Members: rollouts,
+		Groups:    &workflows.GroupClient{Client: cfg.Temporal, TaskQueue: queue},
+		Aborter:   lrps.NewService(cfg.Store, stopper, rollouts, log),
 		Events:    cfg.Events,
 		TaskStore: cfg.Store, TaskConverge: cfg.Store, TaskOptions: cfg.Tasks,
 		Callbacks: handOver,

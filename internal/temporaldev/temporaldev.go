@@ -32,6 +32,7 @@ var SearchAttributes = map[string]string{
 	"ToDefinition":   "Keyword",
 	"RolloutState":   "Keyword",
 	"RolloutPhase":   "Keyword",
+	"RolloutGroup":   "Keyword",
 }
 
 // DynamicConfig is the server configuration every Temporal server we start gets, as

@@ -29,6 +29,7 @@ import (
 	"github.com/updatable-lrps/bbs/internal/system"
 	"github.com/updatable-lrps/bbs/internal/temporaltest"
 	"github.com/updatable-lrps/bbs/model"
+	"github.com/updatable-lrps/bbs/protocol"
 	"github.com/updatable-lrps/bbs/workflows"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
@@ -104,6 +105,10 @@ type Cluster struct {
 	closers  []func() // run, last added first, after they stopped
 	stopOnce sync.Once
 	log      *zap.Logger
+	// worker is the running worker process and wcfg how it was made (RestartWorker).
+	workerMu sync.Mutex
+	worker   *system.Worker
+	wcfg     system.WorkerConfig
 }
 
 // Cell is one sim cell agent.
@@ -145,7 +150,7 @@ func New(t testing.TB, opts Options) *Cluster {
 	if err != nil {
 		t.Fatalf("BBS_DB_STATEMENT_CACHE: %v", err)
 	}
-	store, err := db.Open(context.Background(), dbURL, db.WithStatementCache(prepare))
+	store, err := db.Open(context.Background(), dbURL, db.WithStatementCache(prepare), db.WithProtobufPatcher(protocol.PatchDefinitionProtobuf))
 	if err != nil {
 		t.Fatalf("open the test database: %v", err)
 	}
@@ -202,13 +207,17 @@ func New(t testing.TB, opts Options) *Cluster {
 	if opts.ConvergeEvery >= time.Second {
 		wcfg.ConvergenceInterval = opts.ConvergeEvery
 	}
+	c.wcfg = wcfg
 	w, err := system.StartWorker(c.ctx, wcfg)
 	if err != nil {
 		t.Fatalf("start the worker on %s: %v", c.TaskQueue, err)
 	}
+	c.worker = w
 	c.closers = append(c.closers, func() {
 		forget(c.Temporal, c.TaskQueue)
-		w.Stop()
+		c.workerMu.Lock()
+		defer c.workerMu.Unlock()
+		c.worker.Stop()
 	})
 
 	if opts.ConvergeEvery > 0 && opts.ConvergeEvery < time.Second {
@@ -250,6 +259,21 @@ type hookedStopper struct {
 func (h hookedStopper) StopInstances(ctx context.Context, lrps []model.ActualLRP) error {
 	h.before(h.c, lrps)
 	return h.next.StopInstances(ctx, lrps)
+}
+
+// RestartWorker stops the worker process — its activities in flight are cancelled, their
+// work left to their retries — and starts a new one in its place, as a worker replaced
+// mid-rollout is.
+func (c *Cluster) RestartWorker() {
+	c.t.Helper()
+	c.workerMu.Lock()
+	defer c.workerMu.Unlock()
+	c.worker.Stop()
+	w, err := system.StartWorker(c.ctx, c.wcfg)
+	if err != nil {
+		c.t.Fatalf("restart the worker on %s: %v", c.TaskQueue, err)
+	}
+	c.worker = w
 }
 
 // AddCell starts one more sim cell.

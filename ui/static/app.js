@@ -3,6 +3,7 @@
 // and the routers' counts sampled every two seconds. view.js draws it.
 
 import { render } from "./view.js";
+import { renderGroups } from "./groups.js";
 
 // The API is the origin that served this page; its routes are relative to /ui/, so the
 // page also works behind a prefix.
@@ -17,6 +18,7 @@ const state = {
   samples: new Map(), // process guid → [{at, routers, defs: {definition id → {requests, errors}}}]
   acked: new Map(), // process guid → [[at, {definition id → weight} | null]], as the routers acknowledged
   seen: new Map(), // rollout id → [{at, text}]: changes seen on the stream since the page loaded
+  groups: [], // rollout groups as list answers them, newest first
   connection: "connecting", // connecting | live | reconnecting
   error: "",
 };
@@ -59,6 +61,7 @@ function draw() {
   requestAnimationFrame(() => {
     drawing = false;
     render(state, selected(), listed());
+    renderGroups(state.groups);
   });
 }
 
@@ -74,6 +77,23 @@ async function loadRollouts() {
   }
   draw();
   loadInstances();
+}
+
+// loadGroups reads the rollout groups; bursts of changes (members ending) read them at most
+// once a second.
+let groupsTimer = null;
+function loadGroups() {
+  if (groupsTimer) return;
+  groupsTimer = setTimeout(async () => {
+    groupsTimer = null;
+    try {
+      const { rollout_groups } = await post("v1/rollout_groups/list", {});
+      state.groups = rollout_groups;
+    } catch (e) {
+      state.error = `Could not read the rollout groups: ${e.message}`;
+    }
+    draw();
+  }, state.groups.length ? 1000 : 0);
 }
 
 // loadInstances reads the instances of the shown rollout's LRP; changes to them come as
@@ -151,6 +171,7 @@ function connect() {
     state.connection = "live";
     retryMS = 500;
     loadRollouts();
+    loadGroups();
   };
   es.onerror = () => {
     state.connection = "reconnecting";
@@ -160,7 +181,12 @@ function connect() {
       retryMS = Math.min(retryMS * 2, 10000);
     }
   };
-  es.addEventListener("rollout_changed", (e) => onRollout(JSON.parse(e.data)));
+  es.addEventListener("rollout_changed", (e) => {
+    const r = JSON.parse(e.data);
+    onRollout(r);
+    if (r.group_id) loadGroups();
+  });
+  es.addEventListener("rollout_group_changed", () => loadGroups());
   for (const name of ["actual_lrp_instance_created", "actual_lrp_instance_changed", "actual_lrp_instance_removed", "actual_lrp_instance_crashed"]) {
     es.addEventListener(name, (e) => {
       const shown = selected();
