@@ -211,7 +211,14 @@ type upgradeCluster struct {
 
 func startUpgradeCluster(t *testing.T, tbin, oldBin string) *upgradeCluster {
 	t.Helper()
-	dataDir := t.TempDir()
+	// BBS_UPGRADE_DATA_DIR keeps the cluster's data and every process's log for a look after
+	// the test.
+	dataDir := os.Getenv("BBS_UPGRADE_DATA_DIR")
+	if dataDir == "" {
+		dataDir = t.TempDir()
+	} else if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	u := &upgradeCluster{bin: filepath.Join(dataDir, "bbs")}
 	copyFile(t, oldBin, u.bin)
 	apiPort, routerPort, tPort := freeport.Port(t), freeport.Port(t), freeport.Port(t)
