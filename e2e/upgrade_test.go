@@ -203,7 +203,6 @@ type upgradeCluster struct {
 	base         int // the cluster's --port-base
 	temporalAddr string
 	router2Port  int
-	router2Admin int
 	router2      *process
 	router2Env   []string
 	routers      *routerSet
@@ -216,6 +215,8 @@ func startUpgradeCluster(t *testing.T, tbin, oldBin string) *upgradeCluster {
 	dataDir := os.Getenv("BBS_UPGRADE_DATA_DIR")
 	if dataDir == "" {
 		dataDir = t.TempDir()
+	} else if entries, _ := os.ReadDir(dataDir); len(entries) > 0 {
+		t.Fatalf("BBS_UPGRADE_DATA_DIR=%s is not empty: the cluster would resume a schema BASE may not know", dataDir)
 	} else if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -241,10 +242,10 @@ func startUpgradeCluster(t *testing.T, tbin, oldBin string) *upgradeCluster {
 	u.devStack = &devStack{p: p, api: c, routerPort: routerPort, dataDir: filepath.Join(dataDir, "cluster")}
 
 	// The second router: the cluster's router's configuration, on ports of its own.
-	u.router2Port, u.router2Admin = freeport.Port(t), freeport.Port(t)
+	u.router2Port = freeport.Port(t)
 	u.router2Env = append(environOf(t, pidOf(t, u.dataDir, "router")),
 		fmt.Sprintf("BBS_ROUTER_LISTEN_ADDR=127.0.0.1:%d", u.router2Port),
-		fmt.Sprintf("BBS_ROUTER_ADMIN_ADDR=127.0.0.1:%d", u.router2Admin),
+		fmt.Sprintf("BBS_ROUTER_ADMIN_ADDR=127.0.0.1:%d", freeport.Port(t)),
 		fmt.Sprintf("BBS_METRICS_LISTEN_ADDR=127.0.0.1:%d", freeport.Port(t)))
 	u.router2 = startBin(t, u.bin, u.router2Env, "router")
 	u.routers = newRouterSet(routerPort, u.router2Port)
