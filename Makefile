@@ -12,13 +12,14 @@ TEMPORAL  ?= $(or $(shell command -v temporal 2>/dev/null),$(CURDIR)/bin/tempora
 .PHONY: run cluster demo test test-short compat fuzz bench bench-scale bench-ab chaos soak build vet fmt clean doctor proto proto-check upgrade-test
 
 # The revision `make upgrade-test` (and its short form in `make test`) upgrades from, moved
-# forward deliberately: main just before the traffic work landed (c247cd4, the parent of
-# ea814f6), whose schema stops at 0019, so that the new build applies 0020 onward (the
-# routers' reports and traffic splits, analysis, the task callbacks' pool, rollout groups, ...)
-# while BASE's API replica and workers still serve — BASE's routers that do not report,
-# BASE's callbacks (a workflow per task) meeting the new workers' pool. Keep it a commit of
-# main's history (CI runs it from a clean clone); move it to the last release once there are
-# releases. BBS_UPGRADE_DATA_DIR=<dir> keeps the test's cluster data and logs.
+# forward deliberately: main a few commits before the traffic work landed (c247cd4, the review
+# fixes of the one walk engine; ea814f6 brought the traffic), whose schema stops at 0019, so
+# that the new build applies 0020 onward (the routers' reports and traffic splits, analysis,
+# the task callbacks' pool, rollout groups, ...) while BASE's API replica and workers still
+# serve — BASE's routers that do not report, BASE's callbacks (a workflow per task) meeting
+# the new workers' pool. Keep it a commit of main's history (CI runs it from a clean clone);
+# move it to the last release once there are releases. BBS_UPGRADE_DATA_DIR=<dir> keeps the
+# test's cluster data and logs.
 UPGRADE_BASE ?= c247cd48d59f8e96fc672116d77e657e160768ee
 
 build: bin/bbs
