@@ -229,6 +229,11 @@ func startUpgradeCluster(t *testing.T, tbin, oldBin string) *upgradeCluster {
 		"--listen", fmt.Sprintf("127.0.0.1:%d", apiPort), "--bbs-listen", fmt.Sprintf("127.0.0.1:%d", freeport.Port(t)),
 		"--port-base", fmt.Sprint(u.base), "--pg-port", fmt.Sprint(freeport.Port(t)),
 		"--temporal-port", fmt.Sprint(tPort), "--temporal-ui-port", "0",
+		// The cells' instance ports from a base of their own: at the default another
+		// cluster on the machine (another test's) may hold them, and an instance that could
+		// not bind its port but whose health check reached the other's would pass as
+		// RUNNING.
+		"--instance-port-base", fmt.Sprint(freeport.Spread(t, 3, 1000, 200)),
 		"--router-listen", fmt.Sprintf("127.0.0.1:%d", routerPort), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))}
 	p := startBin(t, u.bin, nil, args...)
 	t.Cleanup(func() { p.cmd.Process.Signal(syscall.SIGINT); <-p.done })

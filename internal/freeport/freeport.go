@@ -54,6 +54,34 @@ outer:
 	return 0
 }
 
+// Spread is a base such that, for each of count ranges stride ports apart, its first n ports
+// (base+i·stride+1 … base+i·stride+n) are free now: for a server that takes a range per
+// child from one base and uses the low end of each, as `bbs cluster`'s cells do with their
+// instances' host ports.
+func Spread(t testing.TB, count, stride, n int) int {
+	t.Helper()
+	span := (count-1)*stride + n
+outer:
+	for range 200 {
+		base := 20000 + rand.IntN(12000-span)
+		for i := range count {
+			for p := base + i*stride + 1; p <= base+i*stride+n; p++ {
+				if _, taken := used.Load(p); taken || !free(p) {
+					continue outer
+				}
+			}
+		}
+		for i := range count {
+			for p := base + i*stride + 1; p <= base+i*stride+n; p++ {
+				used.Store(p, true)
+			}
+		}
+		return base
+	}
+	t.Fatalf("no %d free ranges of %d ports, %d apart, in 20000–31999", count, n, stride)
+	return 0
+}
+
 func free(p int) bool {
 	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 	if err != nil {
