@@ -233,7 +233,7 @@ func startUpgradeCluster(t *testing.T, tbin, oldBin string) *upgradeCluster {
 		// cluster on the machine (another test's) may hold them, and an instance that could
 		// not bind its port but whose health check reached the other's would pass as
 		// RUNNING.
-		"--instance-port-base", fmt.Sprint(freeport.Spread(t, 3, 1000, 200)),
+		"--instance-port-base", fmt.Sprint(freeport.Spread(t, 3, 1000, 64)),
 		"--router-listen", fmt.Sprintf("127.0.0.1:%d", routerPort), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))}
 	p := startBin(t, u.bin, nil, args...)
 	t.Cleanup(func() { p.cmd.Process.Signal(syscall.SIGINT); <-p.done })

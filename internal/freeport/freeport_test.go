@@ -22,3 +22,22 @@ func TestSpread(t *testing.T) {
 		}
 	}
 }
+
+// Spread finds a spread among ports mostly handed out already, as in a test binary that has
+// run many servers.
+func TestSpreadAmongUsedPorts(t *testing.T) {
+	for p := 20000; p < 32000; p++ {
+		if p%40 != 0 {
+			continue
+		}
+		used.LoadOrStore(p, true)
+	}
+	base := Spread(t, 3, 1000, 30)
+	for i := range 3 {
+		for p := base + i*1000 + 1; p <= base+i*1000+30; p++ {
+			if p%40 == 0 {
+				t.Fatalf("range %d includes port %d, handed out before", i, p)
+			}
+		}
+	}
+}
