@@ -178,7 +178,10 @@ func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 func (s *Store) DB() *sqlx.DB { return s.db }
 
 // Migrate applies every embedded migration not yet applied. It holds a PostgreSQL advisory
-// lock while it works, so any number of processes may call it at start-up at once.
+// lock while it works, so any number of processes may call it at start-up at once. A
+// database a newer release has migrated is refused with a *SchemaNewerError: a migration is
+// written to keep the previous release's code working while both run (docs/OPERATING.md,
+// "Upgrades"), but a build started anew on a schema it does not know cannot tell.
 func (s *Store) Migrate(ctx context.Context) error {
 	src, err := iofs.New(migrations, "migrations")
 	if err != nil {
@@ -201,6 +204,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}
 	defer m.Close()
 	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		if at, _, verr := m.Version(); verr == nil {
+			if newer := schemaNewer(at); newer != nil {
+				return newer
+			}
+		}
 		return fmt.Errorf("apply migrations: %w", err)
 	}
 	return nil

@@ -1,11 +1,14 @@
 package db_test
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -93,5 +96,42 @@ func TestMigrationsApplyInOrder(t *testing.T) {
 	}
 	if v := at(); v != latest || lastControl() != 1 {
 		t.Fatalf("up again: at %d (last_control columns %d), want %d", v, lastControl(), latest)
+	}
+}
+
+// A build started on a database a newer release migrated refuses it, saying which versions
+// and what to do, rather than with the migration library's words; the database is left as
+// it was.
+func TestMigrateRefusesANewerSchema(t *testing.T) {
+	url := dbtest.NewEmptyURL(t)
+	s, err := db.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var known uint
+	if err := s.DB().QueryRowContext(ctx, `SELECT version FROM schema_migrations`).Scan(&known); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB().ExecContext(ctx, `UPDATE schema_migrations SET version = $1`, known+1); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Migrate(ctx)
+	var newer *db.SchemaNewerError
+	if !errors.As(err, &newer) || newer.Database != known+1 || newer.Known != known {
+		t.Fatalf("Migrate on a schema at %d (this build knows %d): %v", known+1, known, err)
+	}
+	for _, want := range []string{fmt.Sprintf("at version %d, newer than this build's %d", known+1, known), "run that release or a newer one"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", err, want)
+		}
+	}
+	var at uint
+	var dirty bool
+	if err := s.DB().QueryRowContext(ctx, `SELECT version, dirty FROM schema_migrations`).Scan(&at, &dirty); err != nil || at != known+1 || dirty {
+		t.Fatalf("after the refusal the schema is at %d (dirty %v, %v), want %d as it was", at, dirty, err, known+1)
 	}
 }

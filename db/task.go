@@ -157,14 +157,18 @@ func (s *Store) changeTask(ctx context.Context, guid string, fn func(t *model.Ta
 			return nil
 		}
 		after.UpdatedAt = s.nowNanos()
-		if after.State == model.TaskCompleted && before.State != model.TaskCompleted && before.State != model.TaskResolving {
+		completes := after.State == model.TaskCompleted && before.State != model.TaskCompleted && before.State != model.TaskResolving
+		if completes {
 			after.FirstCompletedAt = after.UpdatedAt
 		}
 		ch.After = after
+		// A completion sets callback_next_at: its callback is the pools' to deliver, not a
+		// workflow's of the release before them (completedBefore).
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET state = $2, cell_id = $3, updated_at = $4,
-    first_completed_at = $5, result = $6, failed = $7, failure_reason = $8, rejection_count = $9, rejection_reason = $10
+    first_completed_at = $5, result = $6, failed = $7, failure_reason = $8, rejection_count = $9, rejection_reason = $10,
+    callback_next_at = CASE WHEN $11 THEN now() ELSE callback_next_at END
 WHERE task_guid = $1`, guid, after.State, after.CellID, after.UpdatedAt, after.FirstCompletedAt, after.Result,
-			after.Failed, after.FailureReason, after.RejectionCount, after.RejectionReason); err != nil {
+			after.Failed, after.FailureReason, after.RejectionCount, after.RejectionReason, completes); err != nil {
 			return err
 		}
 		return appendEvents(ctx, tx, changed(model.EventTaskChanged, model.NewTaskEvent(&before), model.NewTaskEvent(&after)))

@@ -21,11 +21,23 @@ import (
 const CallbacksChannel = "bbs_task_callbacks"
 
 // dueCallbacks selects the tasks a pool may claim: completed or resolving, with a callback,
-// not handed over to Temporal (the condition of the tasks_callbacks_due index), no other pool
-// holding a live claim, and no back-off under way.
+// not handed over to Temporal (the condition of the tasks_callbacks_due index), completed by
+// a build with pools (callback_next_at set), no other pool holding a live claim, and no
+// back-off under way.
 const dueCallbacks = `state IN ('COMPLETED', 'RESOLVING') AND callback_url <> '' AND NOT callback_handed_over
 AND (callback_claimed_until IS NULL OR callback_claimed_until < now())
-AND (callback_next_at IS NULL OR callback_next_at <= now())`
+AND callback_next_at <= now()`
+
+// completedBefore selects the tasks with a callback that a release before the pools
+// completed (every completion since sets callback_next_at, which nothing clears) and no pool
+// holds: that release's API started a workflow per task to deliver it, which a worker of
+// that release may be running during a rolling upgrade with activities that know nothing of
+// the pools' claims, so a pool claiming such a task would post it a second time. The pools
+// leave them to their workflows; convergence starts the workflow of one left waiting (its
+// start lost, or the task completed by a release that had pools but did not mark its
+// completions yet), as it does for a handed-over callback.
+const completedBefore = `NOT callback_handed_over AND callback_next_at IS NULL
+AND (callback_claimed_until IS NULL OR callback_claimed_until < now())`
 
 // CallbackClaim is a task whose callback a pool claimed: the task as it is now (RESOLVING)
 // and the failed attempts before this one.

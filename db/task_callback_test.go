@@ -190,3 +190,45 @@ func TestCallbackNotification(t *testing.T) {
 		t.Fatal("no notification for a completed task with a callback")
 	}
 }
+
+// A task the release before the pools completed (its completion leaves callback_next_at
+// unset) has a workflow of that release delivering it, whose activities know nothing of the
+// pools' claims, maybe on a worker of that release during a rolling upgrade: no pool claims
+// it, resolving or not, and convergence starts its workflow once it has waited the kick
+// duration. A task this build completes is the pools'.
+func TestCallbacksOfTheReleaseBeforeThePools(t *testing.T) {
+	s := dbtest.NewStore(t)
+	completedTask(t, s, "old", true)
+	completedTask(t, s, "old-resolving", true)
+	completedTask(t, s, "new", true)
+	// As that release's completion, and its workflow's resolve, leave them.
+	exec(t, s, `UPDATE tasks SET callback_next_at = NULL WHERE task_guid IN ('old', 'old-resolving')`)
+	exec(t, s, `UPDATE tasks SET state = 'RESOLVING' WHERE task_guid = 'old-resolving'`)
+	if got := claimedGUIDs(t, s, "pool-1"); !slices.Equal(got, []string{"new"}) {
+		t.Fatalf("the pool claimed %v, want only the task this build completed", got)
+	}
+	// A task convergence fails (its cell gone) is completed by this build too.
+	desireTask(t, s, newTask("lost"))
+	if _, _, err := s.StartTask(ctx, "lost", "vanished-cell"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.ConvergeTasks(ctx, db.TaskConvergeOptions{KickDuration: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kicked []string
+	for _, task := range res.ToDeliver {
+		kicked = append(kicked, task.TaskGUID)
+	}
+	slices.Sort(kicked)
+	if !slices.Equal(kicked, []string{"old", "old-resolving"}) {
+		t.Fatalf("convergence starts the workflows of %v, want the two the release before completed", kicked)
+	}
+	// The workflow takes it; the pools never will, but take the one convergence failed.
+	if task, err := s.CallbackForWorkflow(ctx, "old"); err != nil || task == nil || task.State != model.TaskResolving {
+		t.Fatalf("the workflow's claim of old: %+v, %v", task, err)
+	}
+	if got := claimedGUIDs(t, s, "pool-2"); !slices.Equal(got, []string{"lost"}) {
+		t.Fatalf("pool-2 claimed %v, want the task convergence failed", got)
+	}
+}

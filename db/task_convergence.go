@@ -83,7 +83,8 @@ func (s *Store) ConvergeTasks(ctx context.Context, opts TaskConvergeOptions) (*T
 
 	var rows []taskRow
 	if err := s.db.SelectContext(ctx, &rows, `SELECT `+taskColumns+` FROM tasks
-WHERE state IN ('COMPLETED', 'RESOLVING') AND callback_url <> '' AND callback_handed_over AND updated_at < $1
+WHERE state IN ('COMPLETED', 'RESOLVING') AND callback_url <> '' AND updated_at < $1
+AND (callback_handed_over OR (`+completedBefore+`))
 ORDER BY updated_at`, now-opts.KickDuration.Nanoseconds()); err != nil {
 		return nil, mapError(err)
 	}
@@ -123,7 +124,7 @@ func (s *Store) failTasksWhere(ctx context.Context, where, reason string, args .
 			out = append(out, a)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET state = 'COMPLETED', cell_id = '', failed = true,
-    failure_reason = $2, result = '', updated_at = $3, first_completed_at = $3
+    failure_reason = $2, result = '', updated_at = $3, first_completed_at = $3, callback_next_at = now()
 WHERE task_guid = ANY($1)`, pq.StringArray(guids), truncate(reason, model.MaxTaskReasonBytes), now); err != nil {
 			return err
 		}

@@ -53,7 +53,13 @@ type process struct {
 // start runs bbs with args and env (added to a minimal environment without DATABASE_URL).
 func start(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(bbsBin, args...)
+	return startBin(t, bbsBin, env, args...)
+}
+
+// startBin is start with another build of bbs (the upgrade test's).
+func startBin(t *testing.T, bin string, env []string, args ...string) *process {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
 	p := &process{cmd: cmd, out: &syncbuf.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
@@ -114,7 +120,8 @@ type client struct {
 	// http makes the calls (nil: http.DefaultClient); the cluster's presents a certificate.
 	http *http.Client
 	// failover retries a request that got no answer (a replica killed under it, behind the
-	// cluster's front), as a client of a load-balanced BBS does, up to five times.
+	// cluster's front, or the front itself restarting), as a client of a load-balanced BBS
+	// does, for up to ten seconds.
 	failover bool
 }
 
@@ -129,7 +136,7 @@ func (c client) post(path string, body any, out any) int {
 		}
 	}
 	resp, err := c.httpClient().Post(c.base+path, "application/json", bytes.NewReader(b))
-	for try := 1; err != nil && c.failover && try <= 5; try++ {
+	for try := 1; err != nil && c.failover && try <= 50; try++ {
 		c.t.Logf("POST %s: %v; again", path, err)
 		time.Sleep(200 * time.Millisecond)
 		resp, err = c.httpClient().Post(c.base+path, "application/json", bytes.NewReader(b))

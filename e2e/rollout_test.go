@@ -17,8 +17,10 @@ type sampler struct {
 	samples atomic.Int64
 	stop    chan struct{}
 	wg      sync.WaitGroup
-	// worst is the first sample at the lowest count, to say which index went unserved.
-	worst []instance
+	// worst is the first sample at the lowest count, to say which index went unserved, and
+	// when (to find it in the processes' logs).
+	worst   []instance
+	worstAt time.Time
 }
 
 func (d *devStack) sample(guid string, n int) *sampler {
@@ -39,7 +41,7 @@ func (d *devStack) sample(guid string, n int) *sampler {
 			if d.api.post("/v1/actual_lrps/list", obj{"process_guid": guid}, &resp) == 200 {
 				if got := int64(runningIndices(resp.ActualLRPs)); got < s.lowest.Load() {
 					s.lowest.Store(got)
-					s.worst = resp.ActualLRPs
+					s.worst, s.worstAt = resp.ActualLRPs, time.Now()
 				}
 				s.samples.Add(1)
 			}
@@ -56,9 +58,10 @@ func (s *sampler) finish(t *testing.T, n int, what string) {
 	if s.lowest.Load() < int64(n) {
 		var seen []string
 		for _, a := range s.worst {
-			seen = append(seen, fmt.Sprintf("%d %s %s retiring=%v cell=%s", a.Index, a.DefinitionID, a.State, a.Retiring, a.CellID))
+			seen = append(seen, fmt.Sprintf("%d %s %s %s retiring=%v cell=%s guid=%s", a.Index, a.DefinitionID, a.State, a.Presence, a.Retiring, a.CellID, a.InstanceGUID))
 		}
-		t.Fatalf("%s: served indices dropped to %d of %d (%d samples); the instances then: %s", what, s.lowest.Load(), n, s.samples.Load(), strings.Join(seen, "; "))
+		t.Fatalf("%s: served indices dropped to %d of %d (%d samples); the instances at %s: %s", what, s.lowest.Load(), n, s.samples.Load(),
+			s.worstAt.UTC().Format("15:04:05.000"), strings.Join(seen, "; "))
 	}
 	t.Logf("%s: never below %d of %d over %d samples", what, s.lowest.Load(), n, s.samples.Load())
 }

@@ -54,6 +54,44 @@ outer:
 	return 0
 }
 
+// Spread is a base such that, for each of count ranges stride ports apart, its first n ports
+// (base+i·stride+1 … base+i·stride+n) are free now: for a server that takes a range per
+// child from one base and uses the low end of each, as `bbs cluster`'s cells do with their
+// instances' host ports. It tries every base in turn from a random one, since a test binary
+// that has handed out many ports leaves few such spreads.
+func Spread(t testing.TB, count, stride, n int) int {
+	t.Helper()
+	span := (count-1)*stride + n
+	bases := 12000 - span
+	first := rand.IntN(bases)
+outer:
+	for k := range bases {
+		base := 20000 + (first+k)%bases
+		for i := range count {
+			for p := base + i*stride + 1; p <= base+i*stride+n; p++ {
+				if _, taken := used.Load(p); taken {
+					continue outer
+				}
+			}
+		}
+		for i := range count {
+			for p := base + i*stride + 1; p <= base+i*stride+n; p++ {
+				if !free(p) {
+					continue outer
+				}
+			}
+		}
+		for i := range count {
+			for p := base + i*stride + 1; p <= base+i*stride+n; p++ {
+				used.Store(p, true)
+			}
+		}
+		return base
+	}
+	t.Fatalf("no %d free ranges of %d ports, %d apart, in 20000–31999", count, n, stride)
+	return 0
+}
+
 func free(p int) bool {
 	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 	if err != nil {
