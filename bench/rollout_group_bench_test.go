@@ -65,9 +65,9 @@ func BenchmarkRolloutGroupFleet(b *testing.B) {
 		watch.WatchGroup(id, maxLRPs, maxPerCell)
 		start = time.Now()
 		if _, err := c.BBS.CreateRolloutGroup(ctx, model.RolloutGroupSpec{GroupID: id,
-			Selector: model.RolloutGroupSelector{Domain: domain},
-			Patch:    model.DefinitionPatch{Env: []model.EnvironmentVariable{{Name: "VERSION", Value: "v2"}}},
-			Waves:    []model.RolloutWave{{Percent: 1}, {Percent: 10}, {Percent: 100}},
+			Selector:          model.RolloutGroupSelector{Domain: domain},
+			Patch:             model.DefinitionPatch{Env: []model.EnvironmentVariable{{Name: "VERSION", Value: "v2"}}},
+			Waves:             []model.RolloutWave{{Percent: 1}, {Percent: 10}, {Percent: 100}},
 			MaxConcurrentLRPs: maxLRPs, MaxConcurrentPerCell: maxPerCell, MaxFailedPercent: 5}); err != nil {
 			b.Fatal(err)
 		}
