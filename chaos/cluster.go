@@ -90,9 +90,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.Instances = 61000
-	if cfg.CellExecutor == "sim" {
-		p.Instances = 1000
+	p.Instances = 1000 // sim cells bind nothing
+	if cfg.CellExecutor != "sim" {
+		if p.Instances, err = pickInstanceBase(cfg.Cells, p); err != nil {
+			return nil, err
+		}
 	}
 	args := append([]string{"cluster", "--data-dir", cfg.Dir, "--temporal-server-bin", cfg.TemporalServer,
 		"--listen", addr(p.Front), "--bbs-listen", addr(p.Protocol), "--port-base", strconv.Itoa(p.Base),
@@ -244,6 +246,36 @@ outer:
 			Router: base + 75, RouterAdmin: base + 76, Metrics: base + 80}, nil
 	}
 	return Ports{}, errors.New("no block of free ports in 20000–29999")
+}
+
+// pickInstanceBase is a base for the cells' instance host ports (cell N takes the range from
+// base+1000(N-1)) whose low end is free in every cell's range, below the kernel's ephemeral
+// ports and away from the cluster's own block. Not `bbs cluster`'s default of 61000: another
+// cluster on the machine (another test's, another session's) may hold those ports, and an
+// instance that could not bind its port, whose health check then reached the other
+// cluster's instance on it, passed as RUNNING while it was not (found by the upgrade test).
+func pickInstanceBase(cells int, own Ports) (int, error) {
+	const stride, used, lo, hi = 1000, 64, 30000, 32768
+	span := (max(cells, 1)-1)*stride + used
+	first := rand.IntN(hi - lo - span)
+outer:
+	for k := range hi - lo - span {
+		base := lo + (first+k)%(hi-lo-span)
+		for i := range max(cells, 1) {
+			for p := base + i*stride + 1; p <= base+i*stride+used; p++ {
+				if p > own.Base && p <= own.Base+112 {
+					continue outer
+				}
+				l, err := net.Listen("tcp", addr(p))
+				if err != nil {
+					continue outer
+				}
+				l.Close()
+			}
+		}
+		return base, nil
+	}
+	return 0, fmt.Errorf("no free instance ports for %d cells in %d–%d", cells, lo, hi)
 }
 
 func addr(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }

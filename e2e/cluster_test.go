@@ -62,6 +62,9 @@ func TestClusterKeepsServingThroughKills(t *testing.T) {
 	args := []string{"cluster", "--data-dir", dataDir, "--temporal-server-bin", tbin, "--metrics-port-base", fmt.Sprint(metricsBase),
 		"--listen", fmt.Sprintf("127.0.0.1:%d", apiPort), "--bbs-listen", fmt.Sprintf("127.0.0.1:%d", protocolPort),
 		"--port-base", fmt.Sprint(base), "--pg-port", fmt.Sprint(pgPort),
+		// The cells' instance ports from a base of their own, not the default another
+		// cluster on the machine may hold (see the upgrade test).
+		"--instance-port-base", fmt.Sprint(freeport.Spread(t, 3, 1000, 64)),
 		"--temporal-port", fmt.Sprint(tPort), "--temporal-ui-port", fmt.Sprint(uiPort),
 		"--router-listen", fmt.Sprintf("127.0.0.1:%d", routerPort), "--router-admin-listen", fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))}
 	begun := time.Now()
