@@ -62,7 +62,10 @@ func (a *weightedApp) split(gen int64, weights map[string]int32) bool {
 }
 
 // The share of requests the new definition takes follows its weight, not its instances
-// (one new instance of ten), within the binomial 99 % interval.
+// (one new instance of ten), within the binomial 99.99 % interval. (At 99 %, three weights
+// failed about one run in thirty by chance alone — CI saw 1,917 of 4,000 at 50 % against a
+// floor of 1,919 — while a split by instances, 10 % of requests whatever the weight, falls
+// dozens of deviations outside the interval at 1 % and at 50 %.)
 func TestWeightsSplitRequestsByDefinitionNotInstances(t *testing.T) {
 	a := newWeightedApp(t, 9, 1)
 	const n = 4000
@@ -80,7 +83,7 @@ func TestWeightsSplitRequestsByDefinitionNotInstances(t *testing.T) {
 		}
 		p := float64(w) / 100
 		sd := math.Sqrt(n * p * (1 - p))
-		if lo, hi := n*p-2.576*sd, n*p+2.576*sd; float64(got) < lo || float64(got) > hi {
+		if lo, hi := n*p-3.891*sd, n*p+3.891*sd; float64(got) < lo || float64(got) > hi {
 			t.Errorf("weight %d: v2 took %d of %d requests, outside [%.0f, %.0f]", w, got, n, lo, hi)
 		}
 	}
