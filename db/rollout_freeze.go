@@ -58,17 +58,18 @@ func (s *Store) SetFreeze(ctx context.Context, frozen bool, reason string) (out 
 	return out, changed, mapError(err)
 }
 
-// checkFreeze refuses (Frozen) to start a rollout while the fleet is frozen, unless its
-// strategy breaks the glass. It holds the freeze row FOR SHARE until the transaction ends:
-// starts do not wait on each other, and a freeze waits for those in flight (SetFreeze).
-func checkFreeze(ctx context.Context, tx *sqlx.Tx, guid string, s *model.RolloutStrategy) error {
+// checkFreeze refuses (Frozen) to start a rollout — or a rollout group, what names which —
+// while the fleet is frozen, unless its strategy breaks the glass. It holds the freeze row
+// FOR SHARE until the transaction ends: starts do not wait on each other, and a freeze waits
+// for those in flight (SetFreeze).
+func checkFreeze(ctx context.Context, tx *sqlx.Tx, what string, s *model.RolloutStrategy) error {
 	var r freezeRow
 	if err := tx.GetContext(ctx, &r, `SELECT `+freezeColumns+` FROM rollout_freeze FOR SHARE`); err != nil {
 		return err
 	}
 	if r.Frozen && (s == nil || s.BreakGlass == nil) {
-		return model.Errorf(model.ErrFrozen, "rollouts are frozen (%s): LRP %q does not start one; give strategy.break_glass with a reason to pass",
-			r.Reason, guid)
+		return model.Errorf(model.ErrFrozen, "rollouts are frozen (%s): %s does not start; give strategy.break_glass with a reason to pass",
+			r.Reason, what)
 	}
 	return nil
 }

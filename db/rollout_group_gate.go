@@ -31,15 +31,7 @@ func checkGroupStart(ctx context.Context, tx *sqlx.Tx, spec model.RolloutGroupSp
 			return err
 		}
 	}
-	var r freezeRow
-	if err := tx.GetContext(ctx, &r, `SELECT `+freezeColumns+` FROM rollout_freeze FOR SHARE`); err != nil {
-		return err
-	}
-	if r.Frozen && (spec.Strategy == nil || spec.Strategy.BreakGlass == nil) {
-		return model.Errorf(model.ErrFrozen, "rollouts are frozen (%s): rollout group %q does not start; give strategy.break_glass with a reason to pass",
-			r.Reason, spec.GroupID)
-	}
-	return nil
+	return checkFreeze(ctx, tx, fmt.Sprintf("rollout group %q", spec.GroupID), spec.Strategy)
 }
 
 // groupGate is what holds the group now, said why: "" with no reason when nothing does.

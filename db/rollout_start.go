@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
@@ -47,7 +48,7 @@ func (s *Store) StartRollout(ctx context.Context, req RolloutRequest) (*RolloutS
 	err := s.inTx(ctx, func(tx *sqlx.Tx) (err error) {
 		// The freeze is checked here, not in startRolloutIn: a rollout group's member start
 		// shares that, and a group holds while frozen rather than skip its members.
-		if err := checkFreeze(ctx, tx, req.ProcessGUID, req.Strategy); err != nil {
+		if err := checkFreeze(ctx, tx, fmt.Sprintf("the rollout of LRP %q", req.ProcessGUID), req.Strategy); err != nil {
 			return err
 		}
 		out, err = s.startRolloutIn(ctx, tx, req)
