@@ -10,6 +10,7 @@ package lrps
 
 import (
 	"context"
+	"time"
 
 	"github.com/updatable-lrps/bbs/db"
 	"github.com/updatable-lrps/bbs/model"
@@ -98,6 +99,10 @@ func (s *Service) Update(ctx context.Context, guid string, u *model.DesiredLRPUp
 	return res.After, nil
 }
 
+// workflowStartTimeout bounds the start of a rollout's workflow after its row committed; a
+// start that fails is convergence's (activities.Resumer).
+const workflowStartTimeout = 30 * time.Second
+
 // StartRollout commits the new definition and rollout row in one transaction, then starts
 // (or, superseding, signals) the workflow. Should the workflow not start — Temporal away, or
 // this process dying in between — the rollout row stays active and the converger starts it.
@@ -123,7 +128,11 @@ func (s *Service) StartRollout(ctx context.Context, req db.RolloutRequest) (*db.
 	if st.Superseded != nil {
 		start = s.workflows.SupersedeRollout
 	}
-	if err := start(ctx, st.Rollout, st.Desired.Domain); err != nil {
+	// The row is committed: its workflow is started even if the caller has gone meanwhile (a
+	// client that timed out while Temporal was slow), else it would wait for convergence.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), workflowStartTimeout)
+	defer cancel()
+	if err := start(sctx, st.Rollout, st.Desired.Domain); err != nil {
 		s.log.Warn("rollout workflow not started; convergence will start it",
 			zap.String("process_guid", req.ProcessGUID), zap.String("rollout", st.Rollout.ID), zap.Error(err))
 	}

@@ -127,9 +127,13 @@ func Options() sdkworker.Options {
 		// thread) for as long as its current index starts: 1,000 simultaneous rollouts need
 		// more slots than the default.
 		MaxConcurrentActivityExecutionSize: 10000,
-		// A task's completion callback runs as local activities inside its workflow task
-		// (a database write, a POST, a delete): workflow tasks wait on I/O, so more of them
-		// are polled at once than the SDK's default of two.
-		MaxConcurrentWorkflowTaskPollers: 8,
+		// Every rollout's first workflow task comes from the queue's normal (not sticky)
+		// partition, one per poll, and each poll waits for the server to record the task
+		// started. With 8 pollers (about half of them on the sticky queue) a burst of 1,000
+		// rollouts waited 37 s (p50) from their start to their first workflow task, with a
+		// step then taking ~0.2 s and the machine a third idle; with 32, 6.5 s, on the same
+		// loaded machine (docs/BENCHMARKS.md, issue 28). An idle poller costs one empty
+		// answer every 5 s (matching.longPollExpirationInterval).
+		MaxConcurrentWorkflowTaskPollers: 32,
 	}
 }
