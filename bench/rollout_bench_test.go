@@ -53,17 +53,17 @@ func nextDefinition(id string) *model.LRPDefinition {
 // the time the instances still waiting would take at 2,000 a second, between 20 ms and
 // 1 s, so that it is as cheap while many wait as it is prompt once few do. The total is
 // counted once nothing waits.
-func waitRunning(b *testing.B, c *testcluster.Cluster, want int, within time.Duration) {
+func waitRunning(b *testing.B, c database, want int, within time.Duration) {
 	b.Helper()
 	pollPaced(b, within, time.Second/2000/4, "instances not RUNNING", func() (int, bool) {
 		var waiting, total int
-		if err := c.Store.DB().GetContext(ctx, &waiting, `SELECT count(*) FROM actual_lrps WHERE state <> 'RUNNING'`); err != nil {
+		if err := c.DB().GetContext(ctx, &waiting, `SELECT count(*) FROM actual_lrps WHERE state <> 'RUNNING'`); err != nil {
 			b.Fatal(err)
 		}
 		if waiting > 0 {
 			return waiting, false
 		}
-		if err := c.Store.DB().GetContext(ctx, &total, `SELECT count(*) FROM actual_lrps`); err != nil {
+		if err := c.DB().GetContext(ctx, &total, `SELECT count(*) FROM actual_lrps`); err != nil {
 			b.Fatal(err)
 		}
 		return 0, total == want
@@ -73,11 +73,11 @@ func waitRunning(b *testing.B, c *testcluster.Cluster, want int, within time.Dur
 // waitRollouts waits until want rollouts have completed, polling at the pace of what is left
 // (1 ms per rollout under way): a count every 20 ms was 3 % of PostgreSQL's time while 1,000
 // rollouts ran.
-func waitRollouts(b *testing.B, c *testcluster.Cluster, want int, within time.Duration) {
+func waitRollouts(b *testing.B, c database, want int, within time.Duration) {
 	b.Helper()
 	pollPaced(b, within, time.Millisecond, "rollouts not completed", func() (int, bool) {
 		var n int
-		if err := c.Store.DB().GetContext(ctx, &n, `SELECT count(*) FROM rollouts WHERE state = 'completed'`); err != nil {
+		if err := c.DB().GetContext(ctx, &n, `SELECT count(*) FROM rollouts WHERE state = 'completed'`); err != nil {
 			b.Fatal(err)
 		}
 		return want - n, n == want
@@ -110,12 +110,12 @@ func pollPaced(b *testing.B, within, perLeft time.Duration, what string, check f
 
 // indexDurations are the times between consecutive index completions of one rollout, read
 // from the rollout_changed events the workflow writes after every index.
-func indexDurations(b *testing.B, c *testcluster.Cluster, guid string, start time.Time) []time.Duration {
+func indexDurations(b *testing.B, c database, guid string, start time.Time) []time.Duration {
 	var rows []struct {
 		At      time.Time `db:"created_at"`
 		Updated int       `db:"updated"`
 	}
-	if err := c.Store.DB().SelectContext(ctx, &rows, `SELECT created_at, (data->>'updated_instances')::int AS updated
+	if err := c.DB().SelectContext(ctx, &rows, `SELECT created_at, (data->>'updated_instances')::int AS updated
 FROM events WHERE name = 'rollout_changed' AND data->>'process_guid' = $1 AND data->>'state' = 'active'
 ORDER BY id`, guid); err != nil {
 		b.Fatal(err)
@@ -153,29 +153,35 @@ func BenchmarkRolloutStep50(b *testing.B) {
 	c := testcluster.New(b, testcluster.Options{Cells: 10, Zones: 2, TemporalClient: temporaltest.New(b),
 		Capacity:      model.CellCapacity{MemoryMB: 8192, DiskMB: 8192, Containers: 100},
 		CellHeartbeat: cellHeartbeat, CellPoll: cellPoll})
+	rolloutStep50(b, inProcess{c})
+}
+
+// rolloutStep50 is BenchmarkRolloutStep50 on s.
+func rolloutStep50(b *testing.B, s target) {
 	var all []time.Duration
 	var cpu time.Duration
 	for i := 0; i < b.N; i++ {
 		guid := fmt.Sprintf("step50-%d", i)
-		if err := c.BBS.DesireLRP(ctx, instantLRP(guid, 50)); err != nil {
+		if err := s.API().DesireLRP(ctx, instantLRP(guid, 50)); err != nil {
 			b.Fatal(err)
 		}
-		waitRunning(b, c, 50*(i+1), time.Minute)
-		cpu0, parts := treeCPUByChild()
+		waitRunning(b, s, 50*(i+1), time.Minute)
+		cpu0, parts := s.CPU()
 		stopProfile := profileWindow(b)
 		start := time.Now()
-		if err := c.BBS.UpdateDesiredLRP(ctx, guid, &model.DesiredLRPUpdate{Definition: nextDefinition("v2")}); err != nil {
+		if err := s.API().UpdateDesiredLRP(ctx, guid, &model.DesiredLRPUpdate{Definition: nextDefinition("v2")}); err != nil {
 			b.Fatal(err)
 		}
-		waitRollouts(b, c, i+1, 5*time.Minute)
+		waitRollouts(b, s, i+1, 5*time.Minute)
 		took := time.Since(start)
 		stopProfile()
-		cpu += treeCPU() - cpu0
-		d := indexDurations(b, c, guid, start)
+		cpu1, now := s.CPU()
+		cpu += cpu1 - cpu0
+		d := indexDurations(b, s, guid, start)
 		all = append(all, d...)
 		b.Logf("50-instance rollout %d: %s in all, %s per index on average", i, took.Round(time.Millisecond), (took / 50).Round(time.Millisecond))
-		b.Logf("  phases of an index (median): %s", rolloutPhases(b, c, guid, guid, "v2"))
-		b.Logf("  CPU per index: %s", cpuSince(parts, 50))
+		b.Logf("  phases of an index (median): %s", rolloutPhases(b, s, guid, guid, "v2"))
+		b.Logf("  CPU per index: %s", cpuPerStep(parts, now, 50))
 	}
 	p50 := percentile(all, 0.5)
 	b.ReportMetric(float64(p50.Microseconds())/1000, "ms/index-p50")
@@ -183,13 +189,13 @@ func BenchmarkRolloutStep50(b *testing.B) {
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(50*b.N), "cpu-ms/index")
 	// The floor beside it, on the same server: one workflow of 50 steps of a stepwise
 	// rollout's shape, and one of an index run's.
-	steps, _ := floor(b, c.Temporal, 1, 50, false)
+	steps, _ := floor(b, s.TemporalClient(), 1, 50, false)
 	fp50 := percentile(steps, 0.5)
 	b.Logf("floor: 50 steps of a stepwise rollout's shape doing nothing: %.1f ms/step p50, %.1f p90; ours %.2f of its speed",
 		float64(fp50.Microseconds())/1000, float64(percentile(steps, 0.9).Microseconds())/1000, float64(fp50)/float64(p50))
 	b.ReportMetric(float64(fp50.Microseconds())/1000, "floor-ms/step-p50")
 	b.ReportMetric(float64(fp50)/float64(p50), "floor-ratio")
-	_, runRate := floor(b, c.Temporal, 1, 50, true)
+	_, runRate := floor(b, s.TemporalClient(), 1, 50, true)
 	b.Logf("floor: 50 steps in the shape of an index run doing nothing: %.2f ms/step on average (the rollout's start and end spread over its steps); ours %.2f of its speed",
 		1000/runRate, 1000/runRate/(float64(p50.Microseconds())/1000))
 	b.ReportMetric(1000/runRate, "run-floor-ms/step")
@@ -202,33 +208,39 @@ func BenchmarkRolloutStep50(b *testing.B) {
 // issue's invariant is checked for each: all 4 indices keep a RUNNING instance that is not
 // retiring.
 func BenchmarkThousandRollouts(b *testing.B) {
-	const lrps, perLRP = 1000, 4
 	c := testcluster.New(b, testcluster.Options{Cells: 40, Zones: 2, TemporalClient: temporaltest.New(b),
 		Capacity:      model.CellCapacity{MemoryMB: 16384, DiskMB: 16384, Containers: 250},
 		CellHeartbeat: cellHeartbeat, CellPoll: cellPoll})
+	thousandRollouts(b, inProcess{c}, 1000)
+}
+
+// thousandRollouts is BenchmarkThousandRollouts on s, with lrps rollouts.
+func thousandRollouts(b *testing.B, s target, lrps int) {
+	const perLRP = 4
 	for i := 0; i < b.N; i++ {
 		prefix := fmt.Sprintf("r%d-", i)
-		parallel(b, lrps, func(j int) error { return c.BBS.DesireLRP(ctx, instantLRP(fmt.Sprintf("%s%04d", prefix, j), perLRP)) })
-		waitRunning(b, c, lrps*perLRP*(i+1), 5*time.Minute)
-		watch := c.WatchFleet(prefix, perLRP)
+		parallel(b, lrps, func(j int) error { return s.API().DesireLRP(ctx, instantLRP(fmt.Sprintf("%s%04d", prefix, j), perLRP)) })
+		waitRunning(b, s, lrps*perLRP*(i+1), 5*time.Minute)
+		watch := s.WatchFleet(prefix, perLRP)
 		sampling0 := backendCPU(watch)
-		cpu0, parts := treeCPUByChild()
+		cpu0, parts := s.CPU()
 		stopProfile := profileWindow(b)
 		start := time.Now()
 		parallel(b, lrps, func(j int) error {
-			return c.BBS.UpdateDesiredLRP(ctx, fmt.Sprintf("%s%04d", prefix, j), &model.DesiredLRPUpdate{Definition: nextDefinition("v2")})
+			return s.API().UpdateDesiredLRP(ctx, fmt.Sprintf("%s%04d", prefix, j), &model.DesiredLRPUpdate{Definition: nextDefinition("v2")})
 		})
-		waitRollouts(b, c, lrps*(i+1), 20*time.Minute)
+		waitRollouts(b, s, lrps*(i+1), 20*time.Minute)
 		took := time.Since(start)
 		stopProfile()
 		sampling := backendCPU(watch) - sampling0
-		cpu := treeCPU() - cpu0 - sampling
+		cpu1, now := s.CPU()
+		cpu := cpu1 - cpu0 - sampling
 		parts["postgres"] += sampling
-		b.Logf("CPU per index step: %s(the invariant's sampling, left out: postgres %.1f ms)", cpuSince(parts, lrps*perLRP),
+		b.Logf("CPU per index step: %s(the invariant's sampling, left out: postgres %.1f ms)", cpuPerStep(parts, now, lrps*perLRP),
 			float64(sampling.Microseconds())/1000/float64(lrps*perLRP))
 		samples := watch.Finish(lrps)
 		var onV2 int
-		if err := c.Store.DB().GetContext(ctx, &onV2, `SELECT count(*) FROM actual_lrps
+		if err := s.DB().GetContext(ctx, &onV2, `SELECT count(*) FROM actual_lrps
 WHERE process_guid LIKE $1 AND definition_id = 'v2' AND state = 'RUNNING' AND NOT retiring`, prefix+"%"); err != nil {
 			b.Fatal(err)
 		}
@@ -243,11 +255,11 @@ WHERE process_guid LIKE $1 AND definition_id = 'v2' AND state = 'RUNNING' AND NO
 		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(lrps*perLRP), "cpu-ms/index")
 		// The floor beside it, on the same server: 1,000 workflows of 4 steps of the same
 		// shape at once.
-		_, fl := floor(b, c.Temporal, lrps, perLRP, false)
+		_, fl := floor(b, s.TemporalClient(), lrps, perLRP, false)
 		b.Logf("floor: %d workflows of %d steps of a stepwise rollout's shape doing nothing: %.1f steps/s; ours %.2f of it", lrps, perLRP, fl, ours/fl)
 		b.ReportMetric(fl, "floor-steps/s")
 		b.ReportMetric(ours/fl, "floor-ratio")
-		_, rfl := floor(b, c.Temporal, lrps, perLRP, true)
+		_, rfl := floor(b, s.TemporalClient(), lrps, perLRP, true)
 		b.Logf("floor: %d workflows of %d steps in the shape of an index run doing nothing: %.1f steps/s; ours %.2f of it", lrps, perLRP, rfl, ours/rfl)
 		b.ReportMetric(rfl, "run-floor-steps/s")
 		// The rollouts walk in index runs (unless BENCH_ROLLOUT_WALK=steps): this floor is

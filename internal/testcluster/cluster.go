@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/updatable-lrps/bbs/activities"
 	"github.com/updatable-lrps/bbs/auctioneer"
 	"github.com/updatable-lrps/bbs/bbsclient"
@@ -350,6 +351,11 @@ func (c *Cluster) Zone(cellID string) string {
 // open: a benchmark then reads the store with nothing else running. Stopping again (at the
 // test's end) does nothing.
 func (c *Cluster) Stop() { c.stopOnce.Do(c.stop) }
+
+// DB is the store's database, for what a test or a benchmark reads directly; a cluster of
+// `bbs cluster`'s processes gives its own the same way, so that what reads either is written
+// once.
+func (c *Cluster) DB() *sqlx.DB { return c.Store.DB() }
 
 func (c *Cluster) stop() {
 	c.cancel()
