@@ -1,6 +1,8 @@
 // Package bench holds the benchmarks `make bench` runs; their figures go to
 // docs/BENCHMARKS.md. Each builds the whole system in one process (internal/testcluster):
 // the API on PostgreSQL, placement, sim cells, and a Temporal dev server with the worker.
+// BenchmarkCluster (`make bench-cluster`) runs the rollout and task benchmarks again on
+// `bbs cluster`'s processes (cluster_test.go), each written once over a target.
 package bench
 
 import (
