@@ -167,7 +167,9 @@ func (s *clusterTarget) WatchFleet(prefix string, n int) *testcluster.FleetWatch
 // by kind — its pid file's name without the number: api, worker, cell, lb, router, temporal
 // (the server), temporal-ui, postgres (the postmaster and its backends, detached from us by
 // pg_ctl) — and of `bbs cluster` itself, the supervisor, what is left of the tree below
-// this process. A process that its supervisor restarted between two readings has its new
+// this process. PostgreSQL's is split: "postgres-temporal" is the backends serving the
+// Temporal server's databases (its history and visibility), "postgres" the BBS's and the
+// server's own processes (and backends that exited, which the postmaster reaped). A process that its supervisor restarted between two readings has its new
 // pid's CPU in the second: the difference is then short of what the dead one spent.
 func (s *clusterTarget) CPU() (time.Duration, map[string]time.Duration) {
 	procs := readProcs()
@@ -187,6 +189,12 @@ func (s *clusterTarget) CPU() (time.Duration, map[string]time.Duration) {
 				kind = name[:i]
 			}
 		}
+		if name == "postgres" {
+			history := temporalBackends(procs, pid)
+			by["postgres-temporal"] += history
+			cpu -= history
+			named += history
+		}
 		by[kind] += cpu
 		named += cpu
 		if !procs.below(pid, os.Getpid()) {
@@ -195,4 +203,22 @@ func (s *clusterTarget) CPU() (time.Duration, map[string]time.Duration) {
 	}
 	by["bbs cluster"] = total - named
 	return total, by
+}
+
+// temporalBackends is the CPU of the backends below postmaster connected to a Temporal
+// database (temporal, temporal_visibility), which a backend's title names:
+// "postgres: <user> <database> <client> <state>".
+func temporalBackends(procs procTable, postmaster int) time.Duration {
+	var sum time.Duration
+	for _, pid := range procs.children[postmaster] {
+		title, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(strings.TrimPrefix(strings.TrimRight(string(title), "\x00"), "postgres: "))
+		if len(f) >= 2 && strings.HasPrefix(f[1], "temporal") {
+			sum += procs.tree(pid)
+		}
+	}
+	return sum
 }
