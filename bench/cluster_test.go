@@ -169,8 +169,9 @@ func (s *clusterTarget) WatchFleet(prefix string, n int) *testcluster.FleetWatch
 // pg_ctl) — and of `bbs cluster` itself, the supervisor, what is left of the tree below
 // this process. PostgreSQL's is split: "postgres-temporal" is the backends serving the
 // Temporal server's databases (its history and visibility), "postgres" the BBS's and the
-// server's own processes (and backends that exited, which the postmaster reaped). A process that its supervisor restarted between two readings has its new
-// pid's CPU in the second: the difference is then short of what the dead one spent.
+// server's own processes (and backends that exited, which the postmaster reaped). A process
+// that its supervisor restarted between two readings has its new pid's CPU in the second:
+// the difference is then short of what the dead one spent.
 func (s *clusterTarget) CPU() (time.Duration, map[string]time.Duration) {
 	procs := readProcs()
 	self := procs.self()
@@ -183,6 +184,9 @@ func (s *clusterTarget) CPU() (time.Duration, map[string]time.Duration) {
 			continue // restarting: its pid file is not written yet
 		}
 		cpu := procs.tree(pid)
+		if !procs.below(pid, os.Getpid()) {
+			total += cpu
+		}
 		kind := name
 		if i := strings.LastIndexByte(name, '-'); i > 0 {
 			if _, err := strconv.Atoi(name[i+1:]); err == nil {
@@ -197,9 +201,6 @@ func (s *clusterTarget) CPU() (time.Duration, map[string]time.Duration) {
 		}
 		by[kind] += cpu
 		named += cpu
-		if !procs.below(pid, os.Getpid()) {
-			total += cpu
-		}
 	}
 	by["bbs cluster"] = total - named
 	return total, by
