@@ -9,7 +9,7 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 # The temporal CLI on PATH if there is one, else the pinned build in bin/.
 TEMPORAL  ?= $(or $(shell command -v temporal 2>/dev/null),$(CURDIR)/bin/temporal)
 
-.PHONY: run cluster demo test test-short compat fuzz bench bench-fleet bench-scale bench-ab chaos soak build vet fmt clean doctor proto proto-check upgrade-test
+.PHONY: run cluster demo test test-short compat fuzz bench bench-cluster bench-fleet bench-scale bench-ab chaos soak build vet fmt clean doctor proto proto-check upgrade-test
 
 # The revision `make upgrade-test` (and its short form in `make test`) upgrades from, moved
 # forward deliberately: main a few commits before the traffic work landed (c247cd4, the review
@@ -86,6 +86,12 @@ test-short:
 bench: $(TEMPORAL)
 	TEMPORAL_BIN=$(TEMPORAL) $(GO) test ./bench -run '^$$' -bench 'Rollout|Revert|CrashLoop|Tasks|Router|AbortWeight' -benchtime 1x -timeout 90m -v
 	TEMPORAL_BIN=$(TEMPORAL) $(GO) test ./auction -run '^$$' -bench . -benchtime 3x
+
+## bench-cluster: the rollout and task benchmarks of bench on make cluster's shape (bbs cluster with sim cells: the real
+## Temporal server, history on PostgreSQL, 2 API replicas behind the front, 2 workers), one fresh cluster each; figures
+## beside bench's in docs/BENCHMARKS.md. BENCH_CLUSTER_LRPS and BENCH_CLUSTER_TASKS shrink it; BENCH_CLUSTER_DIR keeps the clusters' logs.
+bench-cluster: bin/bbs $(CURDIR)/bin/temporal-server
+	BBS_BIN=$(CURDIR)/bin/bbs TEMPORAL_SERVER_BIN=$(CURDIR)/bin/temporal-server $(GO) test ./bench -run '^$$' -bench '^BenchmarkCluster$$' -benchtime 1x -timeout 90m -v
 
 ## bench-fleet: one change rolled across 2,000 LRPs as a rollout group (three waves, budgets of 100 LRPs
 ## and 4 new instances a cell) beside the same run's 1,000 independent rollouts; part of bench too.

@@ -42,7 +42,31 @@ func treeCPU() time.Duration {
 // treeCPUByChild is treeCPU, and the part of it each of this process's direct children (by
 // command name: postgres, temporal, ...) and this process itself ("bench") account for.
 func treeCPUByChild() (time.Duration, map[string]time.Duration) {
-	procs := map[int]procCPU{}
+	procs := readProcs()
+	self := procs.self()
+	by := map[string]time.Duration{"bench": self}
+	total := self
+	roots := procs.children[os.Getpid()]
+	// pg_ctl detaches the postmaster: the shared cluster is not below us.
+	if pg := dbtest.ServerPID(); pg != 0 && !procs.below(pg, os.Getpid()) {
+		roots = append(roots, pg)
+	}
+	for _, c := range roots {
+		t := procs.tree(c)
+		by[procs.procs[c].comm] += t
+		total += t
+	}
+	return total, by
+}
+
+// procTable is every process /proc shows, at one instant.
+type procTable struct {
+	procs    map[int]procCPU
+	children map[int][]int
+}
+
+func readProcs() procTable {
+	t := procTable{procs: map[int]procCPU{}, children: map[int][]int{}}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -50,41 +74,49 @@ func treeCPUByChild() (time.Duration, map[string]time.Duration) {
 			continue
 		}
 		if p, ok := readProcCPU(pid); ok {
-			procs[pid] = p
+			t.procs[pid] = p
 		}
 	}
-	children := map[int][]int{}
-	for pid, p := range procs {
-		children[p.ppid] = append(children[p.ppid], pid)
+	for pid, p := range t.procs {
+		t.children[p.ppid] = append(t.children[p.ppid], pid)
 	}
-	var walk func(pid int) time.Duration
-	walk = func(pid int) time.Duration {
-		p := procs[pid]
-		sum := p.own + p.reaped
-		for _, c := range children[pid] {
-			sum += walk(c)
+	return t
+}
+
+// tree is the CPU of pid and every process below it, with what each reaped.
+func (t procTable) tree(pid int) time.Duration {
+	p := t.procs[pid]
+	sum := p.own + p.reaped
+	for _, c := range t.children[pid] {
+		sum += t.tree(c)
+	}
+	return sum
+}
+
+// self is this process's CPU, with what it reaped, without its children's that run.
+func (t procTable) self() time.Duration {
+	p := t.procs[os.Getpid()]
+	return p.own + p.reaped
+}
+
+// below says whether pid runs below ancestor.
+func (t procTable) below(pid, ancestor int) bool {
+	for p, seen := t.procs[pid].ppid, 0; p > 1 && seen < 64; p, seen = t.procs[p].ppid, seen+1 {
+		if p == ancestor {
+			return true
 		}
-		return sum
 	}
-	self := procs[os.Getpid()]
-	by := map[string]time.Duration{"bench": self.own + self.reaped}
-	total := by["bench"]
-	roots := children[os.Getpid()]
-	// pg_ctl detaches the postmaster: the shared cluster is not below us.
-	if pg := dbtest.ServerPID(); pg != 0 && procs[pg].ppid != os.Getpid() {
-		roots = append(roots, pg)
-	}
-	for _, c := range roots {
-		t := walk(c)
-		by[procs[c].comm] += t
-		total += t
-	}
-	return total, by
+	return false
 }
 
 // cpuSince is what each part of the tree spent since an earlier reading, for a log line.
 func cpuSince(before map[string]time.Duration, steps int) string {
 	_, now := treeCPUByChild()
+	return cpuPerStep(before, now, steps)
+}
+
+// cpuPerStep is what each part spent between two readings, per step, for a log line.
+func cpuPerStep(before, now map[string]time.Duration, steps int) string {
 	var sb strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(now)) {
 		fmt.Fprintf(&sb, "%s %.3g ms  ", name, float64((now[name]-before[name]).Microseconds())/1000/float64(steps))
@@ -143,7 +175,8 @@ func profileWindow(b *testing.B) func() {
 }
 
 // backendCPU is the CPU the PostgreSQL backend answering w's samples has used: the
-// sampling's, which the CPU per step leaves out.
+// sampling's, which the CPU per step leaves out. (It is the same machine's PostgreSQL in
+// either shape of the system.)
 func backendCPU(w *testcluster.FleetWatch) time.Duration {
 	p, _ := readProcCPU(w.BackendPID)
 	return p.own

@@ -1,10 +1,13 @@
 // Package bench holds the benchmarks `make bench` runs; their figures go to
 // docs/BENCHMARKS.md. Each builds the whole system in one process (internal/testcluster):
 // the API on PostgreSQL, placement, sim cells, and a Temporal dev server with the worker.
+// BenchmarkCluster (`make bench-cluster`) runs the rollout and task benchmarks again on
+// `bbs cluster`'s processes (cluster_test.go), each written once over a target.
 package bench
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/lib/pq"
@@ -56,17 +59,17 @@ func nextDefinition(id string) *model.LRPDefinition {
 // the time the instances still waiting would take at 2,000 a second, between 20 ms and
 // 1 s, so that it is as cheap while many wait as it is prompt once few do. The total is
 // counted once nothing waits.
-func waitRunning(b *testing.B, c *testcluster.Cluster, want int, within time.Duration) {
+func waitRunning(b *testing.B, c database, want int, within time.Duration) {
 	b.Helper()
 	pollPaced(b, within, time.Second/2000/4, "instances not RUNNING", func() (int, bool) {
 		var waiting, total int
-		if err := c.Store.DB().GetContext(ctx, &waiting, `SELECT count(*) FROM actual_lrps WHERE state <> 'RUNNING'`); err != nil {
+		if err := c.DB().GetContext(ctx, &waiting, `SELECT count(*) FROM actual_lrps WHERE state <> 'RUNNING'`); err != nil {
 			b.Fatal(err)
 		}
 		if waiting > 0 {
 			return waiting, false
 		}
-		if err := c.Store.DB().GetContext(ctx, &total, `SELECT count(*) FROM actual_lrps`); err != nil {
+		if err := c.DB().GetContext(ctx, &total, `SELECT count(*) FROM actual_lrps`); err != nil {
 			b.Fatal(err)
 		}
 		return 0, total == want
@@ -76,11 +79,11 @@ func waitRunning(b *testing.B, c *testcluster.Cluster, want int, within time.Dur
 // waitRollouts waits until want rollouts have completed, polling at the pace of what is left
 // (1 ms per rollout under way): a count every 20 ms was 3 % of PostgreSQL's time while 1,000
 // rollouts ran.
-func waitRollouts(b *testing.B, c *testcluster.Cluster, want int, within time.Duration) {
+func waitRollouts(b *testing.B, c database, want int, within time.Duration) {
 	b.Helper()
 	pollPaced(b, within, time.Millisecond, "rollouts not completed", func() (int, bool) {
 		var n int
-		if err := c.Store.DB().GetContext(ctx, &n, `SELECT count(*) FROM rollouts WHERE state = 'completed'`); err != nil {
+		if err := c.DB().GetContext(ctx, &n, `SELECT count(*) FROM rollouts WHERE state = 'completed'`); err != nil {
 			b.Fatal(err)
 		}
 		return want - n, n == want
@@ -113,12 +116,12 @@ func pollPaced(b *testing.B, within, perLeft time.Duration, what string, check f
 
 // indexDurations are the times between consecutive index completions of one rollout, read
 // from the rollout_changed events the workflow writes after every index.
-func indexDurations(b *testing.B, c *testcluster.Cluster, guid string, start time.Time) []time.Duration {
+func indexDurations(b *testing.B, c database, guid string, start time.Time) []time.Duration {
 	var rows []struct {
 		At      time.Time `db:"created_at"`
 		Updated int       `db:"updated"`
 	}
-	if err := c.Store.DB().SelectContext(ctx, &rows, `SELECT created_at, (data->>'updated_instances')::int AS updated
+	if err := c.DB().SelectContext(ctx, &rows, `SELECT created_at, (data->>'updated_instances')::int AS updated
 FROM events WHERE name = 'rollout_changed' AND data->>'process_guid' = $1 AND data->>'state' = 'active'
 ORDER BY id`, guid); err != nil {
 		b.Fatal(err)
@@ -156,29 +159,35 @@ func BenchmarkRolloutStep50(b *testing.B) {
 	c := testcluster.New(b, testcluster.Options{Cells: 10, Zones: 2, TemporalClient: temporaltest.New(b),
 		Capacity:      model.CellCapacity{MemoryMB: 8192, DiskMB: 8192, Containers: 100},
 		CellHeartbeat: cellHeartbeat, CellPoll: cellPoll})
+	rolloutStep50(b, inProcess{c})
+}
+
+// rolloutStep50 is BenchmarkRolloutStep50 on s.
+func rolloutStep50(b *testing.B, s target) {
 	var all []time.Duration
 	var cpu time.Duration
 	for i := 0; i < b.N; i++ {
 		guid := fmt.Sprintf("step50-%d", i)
-		if err := c.BBS.DesireLRP(ctx, instantLRP(guid, 50)); err != nil {
+		if err := s.API().DesireLRP(ctx, instantLRP(guid, 50)); err != nil {
 			b.Fatal(err)
 		}
-		waitRunning(b, c, 50*(i+1), time.Minute)
-		cpu0, parts := treeCPUByChild()
+		waitRunning(b, s, 50*(i+1), time.Minute)
+		cpu0, parts := s.CPU()
 		stopProfile := profileWindow(b)
 		start := time.Now()
-		if err := c.BBS.UpdateDesiredLRP(ctx, guid, &model.DesiredLRPUpdate{Definition: nextDefinition("v2")}); err != nil {
+		if err := s.API().UpdateDesiredLRP(ctx, guid, &model.DesiredLRPUpdate{Definition: nextDefinition("v2")}); err != nil {
 			b.Fatal(err)
 		}
-		waitRollouts(b, c, i+1, 5*time.Minute)
+		waitRollouts(b, s, i+1, 5*time.Minute)
 		took := time.Since(start)
 		stopProfile()
-		cpu += treeCPU() - cpu0
-		d := indexDurations(b, c, guid, start)
+		cpu1, now := s.CPU()
+		cpu += cpu1 - cpu0
+		d := indexDurations(b, s, guid, start)
 		all = append(all, d...)
 		b.Logf("50-instance rollout %d: %s in all, %s per index on average", i, took.Round(time.Millisecond), (took / 50).Round(time.Millisecond))
-		b.Logf("  phases of an index (median): %s", rolloutPhases(b, c, guid, guid, "v2"))
-		b.Logf("  CPU per index: %s", cpuSince(parts, 50))
+		b.Logf("  phases of an index (median): %s", rolloutPhases(b, s, guid, guid, "v2"))
+		b.Logf("  CPU per index: %s", cpuPerStep(parts, now, 50))
 	}
 	p50 := percentile(all, 0.5)
 	b.ReportMetric(float64(p50.Microseconds())/1000, "ms/index-p50")
@@ -186,13 +195,13 @@ func BenchmarkRolloutStep50(b *testing.B) {
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(50*b.N), "cpu-ms/index")
 	// The floor beside it, on the same server: one workflow of 50 steps of a stepwise
 	// rollout's shape, and one of an index run's.
-	steps, _ := floor(b, c.Temporal, 1, 50, false)
+	steps, _ := floor(b, s.TemporalClient(), 1, 50, false)
 	fp50 := percentile(steps, 0.5)
 	b.Logf("floor: 50 steps of a stepwise rollout's shape doing nothing: %.1f ms/step p50, %.1f p90; ours %.2f of its speed",
 		float64(fp50.Microseconds())/1000, float64(percentile(steps, 0.9).Microseconds())/1000, float64(fp50)/float64(p50))
 	b.ReportMetric(float64(fp50.Microseconds())/1000, "floor-ms/step-p50")
 	b.ReportMetric(float64(fp50)/float64(p50), "floor-ratio")
-	_, runRate := floor(b, c.Temporal, 1, 50, true)
+	_, runRate := floor(b, s.TemporalClient(), 1, 50, true)
 	b.Logf("floor: 50 steps in the shape of an index run doing nothing: %.2f ms/step on average (the rollout's start and end spread over its steps); ours %.2f of its speed",
 		1000/runRate, 1000/runRate/(float64(p50.Microseconds())/1000))
 	b.ReportMetric(1000/runRate, "run-floor-ms/step")
@@ -205,43 +214,55 @@ func BenchmarkRolloutStep50(b *testing.B) {
 // issue's invariant is checked for each: all 4 indices keep a RUNNING instance that is not
 // retiring.
 func BenchmarkThousandRollouts(b *testing.B) {
-	const lrps, perLRP = 1000, 4
 	c := testcluster.New(b, testcluster.Options{Cells: 40, Zones: 2, TemporalClient: temporaltest.New(b),
 		Capacity:      model.CellCapacity{MemoryMB: 16384, DiskMB: 16384, Containers: 250},
 		CellHeartbeat: cellHeartbeat, CellPoll: cellPoll})
+	thousandRollouts(b, inProcess{c}, 1000)
+}
+
+// thousandRollouts is BenchmarkThousandRollouts on s, with lrps rollouts.
+func thousandRollouts(b *testing.B, s target, lrps int) {
+	const perLRP = 4
 	for i := 0; i < b.N; i++ {
 		prefix := fmt.Sprintf("r%d-", i)
-		parallel(b, lrps, func(j int) error { return c.BBS.DesireLRP(ctx, instantLRP(fmt.Sprintf("%s%04d", prefix, j), perLRP)) })
-		waitRunning(b, c, lrps*perLRP*(i+1), 5*time.Minute)
-		watch := c.WatchFleet(prefix, perLRP)
+		parallel(b, lrps, func(j int) error { return s.API().DesireLRP(ctx, instantLRP(fmt.Sprintf("%s%04d", prefix, j), perLRP)) })
+		waitRunning(b, s, lrps*perLRP*(i+1), 5*time.Minute)
+		watch := s.WatchFleet(prefix, perLRP)
 		sampling0 := backendCPU(watch)
-		cpu0, parts := treeCPUByChild()
-		pool0 := c.Store.DB().Stats()
+		cpu0, parts := s.CPU()
+		pools0 := poolWaits(s)
 		stopProfile := profileWindow(b)
 		if os.Getenv("BENCH_PGSS") != "" {
 			// Statements of the measured stretch only, on a DATABASE_URL server that loads
 			// pg_stat_statements (how docs/BENCHMARKS.md's statement counts are taken).
-			c.Store.DB().ExecContext(ctx, `SELECT pg_stat_statements_reset()`)
+			s.DB().ExecContext(ctx, `SELECT pg_stat_statements_reset()`)
 		}
 		start := time.Now()
 		parallel(b, lrps, func(j int) error {
-			return c.BBS.UpdateDesiredLRP(ctx, fmt.Sprintf("%s%04d", prefix, j), &model.DesiredLRPUpdate{Definition: nextDefinition("v2")})
+			return s.API().UpdateDesiredLRP(ctx, fmt.Sprintf("%s%04d", prefix, j), &model.DesiredLRPUpdate{Definition: nextDefinition("v2")})
 		})
-		waitRollouts(b, c, lrps*(i+1), 20*time.Minute)
+		waitRollouts(b, s, lrps*(i+1), 20*time.Minute)
 		took := time.Since(start)
 		stopProfile()
-		logRolloutCurve(b, c, prefix, start)
-		logRolloutTimelines(b, c, prefix, 100)
-		pool := c.Store.DB().Stats()
-		b.Logf("the store's connection pool: %d waits for a connection, %s waited in all", pool.WaitCount-pool0.WaitCount, (pool.WaitDuration - pool0.WaitDuration).Round(time.Millisecond))
+		pools := poolWaits(s)
 		sampling := backendCPU(watch) - sampling0
-		cpu := treeCPU() - cpu0 - sampling
+		cpu1, now := s.CPU()
+		cpu := cpu1 - cpu0 - sampling
 		parts["postgres"] += sampling
-		b.Logf("CPU per index step: %s(the invariant's sampling, left out: postgres %.1f ms)", cpuSince(parts, lrps*perLRP),
+		b.Logf("CPU per index step: %s(the invariant's sampling, left out: postgres %.1f ms)", cpuPerStep(parts, now, lrps*perLRP),
 			float64(sampling.Microseconds())/1000/float64(lrps*perLRP))
+		// Where the time went, read after the CPU (these reads are not the run's).
+		logRolloutCurve(b, s, prefix, start)
+		logRolloutTimelines(b, s, prefix, 100)
+		for k, name := range []string{"the API's", "the worker's"} {
+			if k < len(pools) {
+				b.Logf("%s connection pool: %d waits for a connection, %s waited in all", name,
+					pools[k].WaitCount-pools0[k].WaitCount, (pools[k].WaitDuration - pools0[k].WaitDuration).Round(time.Millisecond))
+			}
+		}
 		samples := watch.Finish(lrps)
 		var onV2 int
-		if err := c.Store.DB().GetContext(ctx, &onV2, `SELECT count(*) FROM actual_lrps
+		if err := s.DB().GetContext(ctx, &onV2, `SELECT count(*) FROM actual_lrps
 WHERE process_guid LIKE $1 AND definition_id = 'v2' AND state = 'RUNNING' AND NOT retiring`, prefix+"%"); err != nil {
 			b.Fatal(err)
 		}
@@ -256,18 +277,18 @@ WHERE process_guid LIKE $1 AND definition_id = 'v2' AND state = 'RUNNING' AND NO
 		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(lrps*perLRP), "cpu-ms/index")
 		// The floor beside it, on the same server: 1,000 workflows of 4 steps of the same
 		// shape at once.
-		_, fl := floor(b, c.Temporal, lrps, perLRP, false)
+		_, fl := floor(b, s.TemporalClient(), lrps, perLRP, false)
 		b.Logf("floor: %d workflows of %d steps of a stepwise rollout's shape doing nothing: %.1f steps/s; ours %.2f of it", lrps, perLRP, fl, ours/fl)
 		b.ReportMetric(fl, "floor-steps/s")
 		b.ReportMetric(ours/fl, "floor-ratio")
 		// Its CPU is Temporal's and the SDK's own for a rollout's shape: ours less it is the
 		// BBS's work of a step.
-		fcpu0, fparts := treeCPUByChild()
-		_, rfl := floor(b, c.Temporal, lrps, perLRP, true)
-		fcpu := treeCPU() - fcpu0
+		fcpu0, fparts := s.CPU()
+		_, rfl := floor(b, s.TemporalClient(), lrps, perLRP, true)
+		fcpu1, fnow := s.CPU()
 		b.Logf("floor: %d workflows of %d steps in the shape of an index run doing nothing: %.1f steps/s; ours %.2f of it; its CPU per step: %s",
-			lrps, perLRP, rfl, ours/rfl, cpuSince(fparts, lrps*perLRP))
-		b.ReportMetric(float64(fcpu.Microseconds())/1000/float64(lrps*perLRP), "run-floor-cpu-ms/step")
+			lrps, perLRP, rfl, ours/rfl, cpuPerStep(fparts, fnow, lrps*perLRP))
+		b.ReportMetric(float64((fcpu1-fcpu0).Microseconds())/1000/float64(lrps*perLRP), "run-floor-cpu-ms/step")
 		b.ReportMetric(rfl, "run-floor-steps/s")
 		// The rollouts walk in index runs (unless BENCH_ROLLOUT_WALK=steps): this floor is
 		// the one of their own shape.
@@ -278,8 +299,8 @@ WHERE process_guid LIKE $1 AND definition_id = 'v2' AND state = 'RUNNING' AND NO
 
 // logRolloutCurve says when, after start, the rollouts of the LRPs named prefix… began and
 // ended (the fraction of them by then): whether a run's time is its bulk or a tail.
-func logRolloutCurve(b *testing.B, c *testcluster.Cluster, prefix string, start time.Time) {
-	row := c.Store.DB().QueryRowxContext(ctx, `SELECT
+func logRolloutCurve(b *testing.B, c database, prefix string, start time.Time) {
+	row := c.DB().QueryRowxContext(ctx, `SELECT
   percentile_cont(ARRAY[0.5, 0.9, 1]) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - $2)) AS began,
   percentile_cont(ARRAY[0.5, 0.9, 0.99, 1]) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - $2)) AS ended
 FROM rollouts WHERE process_guid LIKE $1`, prefix+"%", start)
@@ -291,7 +312,7 @@ FROM rollouts WHERE process_guid LIKE $1`, prefix+"%", start)
 	// (placement, the cell's claim), claimed → RUNNING (the start and its report), and
 	// RUNNING → the next index desired (the wait's wake-up and the run's next step).
 	var phases pq.Float64Array
-	if err := c.Store.DB().QueryRowxContext(ctx, `WITH ev AS (
+	if err := c.DB().QueryRowxContext(ctx, `WITH ev AS (
   SELECT e.process_guid AS g, coalesce(e.data->'after', e.data) AS a, e.name, e.created_at AS at
   FROM events e WHERE e.process_guid LIKE $1 AND e.created_at >= $2
     AND e.name IN ('actual_lrp_instance_created', 'actual_lrp_instance_changed')),
@@ -322,6 +343,16 @@ SELECT ARRAY[percentile_cont(0.5) WITHIN GROUP (ORDER BY claim), percentile_cont
 		phases[6]*1000, phases[7]*1000, phases[8]*1000, phases[9]*1000)
 	b.Logf("rollouts began by %.1f s (half), %.1f s (90 %%), %.1f s (all); ended by %.1f s (half), %.1f s (90 %%), %.1f s (99 %%), %.1f s (all)",
 		began[0], began[1], began[2], ended[0], ended[1], ended[2], ended[3])
+}
+
+// poolWaits are the API's and the worker's connection pools' statistics, where they are in
+// this process (none for a cluster's processes).
+func poolWaits(s target) []sql.DBStats {
+	ip, ok := s.(inProcess)
+	if !ok {
+		return nil
+	}
+	return []sql.DBStats{ip.Store.DB().Stats(), ip.WorkerStore.DB().Stats()}
 }
 
 func parallel(b *testing.B, n int, f func(i int) error) {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/updatable-lrps/bbs/internal/testcluster"
 	"github.com/updatable-lrps/bbs/model"
 )
 
@@ -20,14 +19,14 @@ var phaseNames = []string{"desire→claimed", "claimed→running", "running→re
 
 // rolloutPhases prints the median of each phase over a rollout of guid from one definition to
 // another, so that a change to the step says which part it bought.
-func rolloutPhases(b *testing.B, c *testcluster.Cluster, guid, from, to string) string {
+func rolloutPhases(b *testing.B, c database, guid, from, to string) string {
 	b.Helper()
 	var rows []struct {
 		Name string    `db:"name"`
 		At   time.Time `db:"created_at"`
 		Data []byte    `db:"data"`
 	}
-	if err := c.Store.DB().SelectContext(ctx, &rows, `SELECT name, created_at, data::text::bytea AS data FROM events
+	if err := c.DB().SelectContext(ctx, &rows, `SELECT name, created_at, data::text::bytea AS data FROM events
 WHERE data->>'process_guid' = $1 OR data->'after'->>'process_guid' = $1 OR data->'before'->>'process_guid' = $1
 ORDER BY id`, guid); err != nil {
 		b.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/updatable-lrps/bbs/internal/testcluster"
 	enumspb "go.temporal.io/api/enums/v1"
 )
 
@@ -16,17 +15,17 @@ import (
 // that task's work (the local activities before the walk), the walk's activity from
 // scheduled to started and from started to completed, and from there to the workflow's end.
 // Where a run's time goes when its steps are quick.
-func logRolloutTimelines(b *testing.B, c *testcluster.Cluster, prefix string, n int) {
+func logRolloutTimelines(b *testing.B, s target, prefix string, n int) {
 	b.Helper()
 	var ids []string
-	if err := c.Store.DB().SelectContext(ctx, &ids, `SELECT workflow_id FROM rollouts WHERE process_guid LIKE $1 ORDER BY random() LIMIT $2`, prefix+"%", n); err != nil {
+	if err := s.DB().SelectContext(ctx, &ids, `SELECT workflow_id FROM rollouts WHERE process_guid LIKE $1 ORDER BY random() LIMIT $2`, prefix+"%", n); err != nil {
 		b.Fatal(err)
 	}
 	names := []string{"start → first task started", "first task's work", "walk scheduled → started", "walk started → completed", "walk completed → end"}
 	spans := make([][]time.Duration, len(names))
 	for _, id := range ids {
 		var started, firstTaskStarted, firstTaskDone, actScheduled, actStarted, actDone, end time.Time
-		it := c.Temporal.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		it := s.TemporalClient().GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
 			e, err := it.Next()
 			if err != nil {

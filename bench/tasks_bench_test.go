@@ -35,6 +35,12 @@ func benchmarkTasks(b *testing.B, tasks int) {
 	const cells = 100
 	c := testcluster.New(b, testcluster.Options{Cells: cells, Zones: 2, TemporalClient: temporaltest.New(b),
 		Capacity: model.CellCapacity{MemoryMB: 16384, DiskMB: 16384, Containers: 250}})
+	tasksWithAndWithoutCallbacks(b, inProcess{c}, cells, tasks)
+}
+
+// tasksWithAndWithoutCallbacks is BenchmarkTenThousandTasks with tasks tasks on s, whose
+// cells it names in its log.
+func tasksWithAndWithoutCallbacks(b *testing.B, c target, cells, tasks int) {
 	recv := newCallbackReceiver(b)
 	defer recv.Close()
 	for i := 0; i < b.N; i++ {
@@ -72,7 +78,7 @@ func benchmarkTasks(b *testing.B, tasks int) {
 // desireTasks desires n sim tasks in domain, named prefix and a number, through 16 clients at once,
 // each exiting 0 after 50 ms with a result and calling back callbackURL ("": none); it
 // returns how long desiring them took.
-func desireTasks(b *testing.B, c *testcluster.Cluster, n int, prefix, domain, callbackURL string) time.Duration {
+func desireTasks(b *testing.B, c target, n int, prefix, domain, callbackURL string) time.Duration {
 	start := time.Now()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
@@ -87,7 +93,7 @@ func desireTasks(b *testing.B, c *testcluster.Cluster, n int, prefix, domain, ca
 				Env:                   []model.EnvironmentVariable{{Name: "SIM_EXIT_AFTER_MS", Value: "50"}, {Name: "SIM_RESULT", Value: "ok"}},
 				Action:                &model.Action{Run: &model.RunAction{Path: "/task"}},
 				CompletionCallbackURL: callbackURL}}
-			if _, err := c.BBS.DesireTask(ctx, t); err != nil {
+			if _, err := c.API().DesireTask(ctx, t); err != nil {
 				b.Error(err)
 			}
 		}()
@@ -101,7 +107,7 @@ func desireTasks(b *testing.B, c *testcluster.Cluster, n int, prefix, domain, ca
 // it returns the time from the first desire to the last delete. As a careful client does,
 // it lists the tasks of its domain whenever a second passes without a completion (a stream
 // that broke, or events it missed), and resubscribes to a stream that ended.
-func runTasksResolvedByClient(b *testing.B, c *testcluster.Cluster, n int, prefix string) time.Duration {
+func runTasksResolvedByClient(b *testing.B, c target, n int, prefix string) time.Duration {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	domain := "bench-" + strings.TrimSuffix(prefix, "-")
@@ -120,7 +126,7 @@ func runTasksResolvedByClient(b *testing.B, c *testcluster.Cluster, n int, prefi
 	}
 	go func() {
 		for runCtx.Err() == nil {
-			events, err := c.BBS.TaskEvents(runCtx)
+			events, err := c.API().TaskEvents(runCtx)
 			if err != nil {
 				time.Sleep(100 * time.Millisecond)
 				continue
@@ -155,7 +161,7 @@ func runTasksResolvedByClient(b *testing.B, c *testcluster.Cluster, n int, prefi
 			if !stalled {
 				continue
 			}
-			tasks, err := c.BBS.Tasks(runCtx, model.TaskFilter{Domain: domain})
+			tasks, err := c.API().Tasks(runCtx, model.TaskFilter{Domain: domain})
 			if err != nil {
 				continue
 			}
@@ -177,9 +183,9 @@ func runTasksResolvedByClient(b *testing.B, c *testcluster.Cluster, n int, prefi
 					return
 				case guid = <-completed:
 				}
-				if _, err := c.BBS.ResolvingTask(ctx, guid); err != nil {
+				if _, err := c.API().ResolvingTask(ctx, guid); err != nil {
 					b.Errorf("resolve %s: %v", guid, err)
-				} else if _, err := c.BBS.DeleteTask(ctx, guid); err != nil {
+				} else if _, err := c.API().DeleteTask(ctx, guid); err != nil {
 					b.Errorf("delete %s: %v", guid, err)
 				}
 				deleted.Done()
@@ -245,8 +251,8 @@ func (r *callbackReceiver) checkOnce(b *testing.B) {
 
 // callbackLatencies reads each task's completion time from its events and returns the
 // time from it to the callback's arrival.
-func callbackLatencies(b *testing.B, c *testcluster.Cluster, prefix string, r *callbackReceiver) []time.Duration {
-	rows, err := c.Store.DB().Query(`SELECT data->'after'->>'task_guid', (data->'after'->>'first_completed_at')::bigint
+func callbackLatencies(b *testing.B, c database, prefix string, r *callbackReceiver) []time.Duration {
+	rows, err := c.DB().Query(`SELECT data->'after'->>'task_guid', (data->'after'->>'first_completed_at')::bigint
 FROM events WHERE name = 'task_changed' AND data->'after'->>'state' = 'COMPLETED' AND data->'after'->>'task_guid' LIKE $1`,
 		prefix+"%")
 	if err != nil {

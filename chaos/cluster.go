@@ -116,8 +116,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	defer out.Close() // the child has its own copy
 	c.cmd = exec.Command(cfg.BBS, args...)
 	c.cmd.Stdout, c.cmd.Stderr = out, out
-	// Ctrl-C in a terminal reaches the driver, which stops the cluster in order.
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Ctrl-C in a terminal reaches the driver, which stops the cluster in order; a driver
+	// that dies without stopping it (a benchmark's timeout, a SIGKILL) has the cluster stop
+	// itself as Ctrl-C would, PostgreSQL and the Temporal server with it, rather than leave
+	// them running.
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGINT}
 	began := time.Now()
 	if err := c.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start bbs cluster: %w", err)
@@ -205,11 +208,20 @@ func (c *Cluster) PID(name string) (int, error) {
 // placement lock, the event log); PostgreSQL trusts local connections in `bbs cluster`.
 func (c *Cluster) DB() *sql.DB {
 	c.dbOnce.Do(func() {
-		c.db, _ = sql.Open("postgres", fmt.Sprintf("postgres://postgres@127.0.0.1:%d/bbs?sslmode=disable&connect_timeout=2", c.Ports.PG))
+		c.db, _ = sql.Open("postgres", c.DatabaseURL())
 		c.db.SetMaxOpenConns(2)
 	})
 	return c.db
 }
+
+// DatabaseURL is the BBS's database, for a reader that needs more connections than DB's.
+func (c *Cluster) DatabaseURL() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/bbs?sslmode=disable&connect_timeout=2", c.Ports.PG)
+}
+
+// TemporalAddress is the Temporal server's frontend, which takes the client certificate of
+// TLS; its namespace is "default".
+func (c *Cluster) TemporalAddress() string { return addr(c.Ports.Temporal) }
 
 // clientTLS is the configuration of a client of the cluster: its CA and client certificate.
 func clientTLS(dir string) (*tls.Config, error) {

@@ -54,6 +54,10 @@ type Config struct {
 	APIReplicas, Workers, Cells, Zones int
 	InstancePortBase                   int
 	CellExecutor                       string
+	// CellMemoryMB, CellDiskMB and CellContainers are each cell's capacity (0: `bbs cell`'s
+	// default): a benchmark's thousands of sim instances need more room than the three cells
+	// of a demonstration, and the cells get no BBS_ setting of ours but these.
+	CellMemoryMB, CellDiskMB, CellContainers int
 	// RouterAddr and RouterAdminAddr are the router's app and stats addresses.
 	RouterAddr, RouterAdminAddr string
 	// MetricsPortBase places the metrics listeners: bbs lb on base, worker N on base+N,

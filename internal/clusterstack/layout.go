@@ -3,6 +3,7 @@ package clusterstack
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -99,10 +100,17 @@ func (l layout) cellWorkDir(i int) string {
 func (l layout) cellEnv(i int) map[string]string {
 	id, zone := l.cellID(i)
 	first := l.cfg.InstancePortBase + (i-1)*1000
-	return merge(l.listening(), metricsAt(l.cfg.MetricsPortBase+10+i), map[string]string{
+	env := merge(l.listening(), metricsAt(l.cfg.MetricsPortBase+10+i), map[string]string{
 		"BBS_CELL_ID": id, "BBS_CELL_ZONE": zone, "BBS_API_URL": l.frontURL(), "BBS_CELL_EXECUTOR": l.cfg.CellExecutor,
 		"BBS_CELL_WORK_DIR": l.cellWorkDir(i), "BBS_CELL_PORT_RANGE": fmt.Sprintf("%d-%d", first, first+999),
 	})
+	for name, v := range map[string]int{"BBS_CELL_MEMORY_MB": l.cfg.CellMemoryMB, "BBS_CELL_DISK_MB": l.cfg.CellDiskMB,
+		"BBS_CELL_CONTAINERS": l.cfg.CellContainers} {
+		if v > 0 {
+			env[name] = strconv.Itoa(v)
+		}
+	}
+	return env
 }
 
 // merge is the union of maps, a later one's value winning.

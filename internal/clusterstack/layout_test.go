@@ -87,6 +87,21 @@ func TestWorkerConvergenceInterval(t *testing.T) {
 	}
 }
 
+// The cells get a capacity only when one is asked for, else `bbs cell`'s own default.
+func TestCellCapacity(t *testing.T) {
+	l := testLayout()
+	for _, name := range []string{"BBS_CELL_MEMORY_MB", "BBS_CELL_DISK_MB", "BBS_CELL_CONTAINERS"} {
+		if v, ok := l.cellEnv(1)[name]; ok {
+			t.Errorf("%s=%s without a capacity flag", name, v)
+		}
+	}
+	l.cfg.CellMemoryMB, l.cfg.CellDiskMB, l.cfg.CellContainers = 32768, 65536, 2000
+	env := l.cellEnv(2)
+	if env["BBS_CELL_MEMORY_MB"] != "32768" || env["BBS_CELL_DISK_MB"] != "65536" || env["BBS_CELL_CONTAINERS"] != "2000" {
+		t.Errorf("cell-2: %v", env)
+	}
+}
+
 // A child gets exactly what the cluster decides: none of our own BBS_, DATABASE_URL,
 // TEMPORAL_ or SSHD_ settings pass through.
 func TestChildEnv(t *testing.T) {

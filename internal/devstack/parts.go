@@ -58,7 +58,15 @@ func (s *stack) startWorker(ctx context.Context) error {
 		return nil
 	}
 	s.banner.worker = fmt.Sprintf("task queue %q", worker.TaskQueue)
-	w, err := system.StartWorker(ctx, system.WorkerConfig{Store: s.store, Temporal: s.temporalClient,
+	// A store (a connection pool) of its own, as `bbs worker` has beside `bbs api`: sharing
+	// the API's, a thousand rollouts' waits and steps queued the API's requests behind them
+	// (9,255 waits for a connection in one benchmark run, 50 with two pools).
+	store, err := boot.OpenStore(ctx, s.dbURL, s.log)
+	if err != nil {
+		return err
+	}
+	s.onStop(func() { store.Close() })
+	w, err := system.StartWorker(ctx, system.WorkerConfig{Store: store, Temporal: s.temporalClient,
 		ConvergenceInterval: s.cfg.ConvergenceInterval, Rollouts: s.cfg.Rollouts, Cells: cellapi.NewClient(nil), Metrics: s.metrics, Log: s.log})
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/updatable-lrps/bbs/activities"
 	"github.com/updatable-lrps/bbs/auctioneer"
 	"github.com/updatable-lrps/bbs/bbsclient"
@@ -82,7 +83,9 @@ const noConvergeInterval = 1000 * time.Hour
 
 // Cluster is a running system.
 type Cluster struct {
-	Store *db.Store
+	// Store is the API's store; WorkerStore the worker's (placement, the workflows'
+	// activities, convergence), on the same database.
+	Store, WorkerStore *db.Store
 	// DatabaseURL is the store's database, for processes a test starts of its own.
 	DatabaseURL string
 	// Stopper asks cells to stop instances (what the API and the activities use).
@@ -191,8 +194,20 @@ func New(t testing.TB, opts Options) *Cluster {
 	c.ProtocolURL = a.ProtocolURL()
 	c.BBS = bbsclient.New(c.URL, nil)
 
+	// The worker has a store (a connection pool) of its own, as `bbs worker` has beside `bbs
+	// api`: sharing the API's, a thousand rollouts' waits and steps queued the API's requests
+	// (the cells' reports, the updates) behind them.
+	wstore, err := db.Open(context.Background(), dbURL, db.WithStatementCache(prepare), db.WithProtobufPatcher(protocol.PatchDefinitionProtobuf))
+	if err != nil {
+		t.Fatalf("open the test database for the worker: %v", err)
+	}
+	t.Cleanup(func() { wstore.Close() })
+	if opts.RestartPolicy != nil {
+		wstore.SetRestartPolicy(*opts.RestartPolicy)
+	}
+	c.WorkerStore = wstore
 	wcfg := system.WorkerConfig{
-		Store: store, Temporal: c.Temporal, TaskQueue: c.TaskQueue,
+		Store: wstore, Temporal: c.Temporal, TaskQueue: c.TaskQueue,
 		ConvergenceInterval: noConvergeInterval,
 		Rollouts:            rollouts, Cells: cellapi.NewClient(nil),
 		Placement:         auctioneer.Options{Interval: 200 * time.Millisecond, Resend: 5 * time.Second, RetryFailed: time.Second},
@@ -350,6 +365,11 @@ func (c *Cluster) Zone(cellID string) string {
 // open: a benchmark then reads the store with nothing else running. Stopping again (at the
 // test's end) does nothing.
 func (c *Cluster) Stop() { c.stopOnce.Do(c.stop) }
+
+// DB is the store's database, for what a test or a benchmark reads directly; a cluster of
+// `bbs cluster`'s processes gives its own the same way, so that what reads either is written
+// once.
+func (c *Cluster) DB() *sqlx.DB { return c.Store.DB() }
 
 func (c *Cluster) stop() {
 	c.cancel()

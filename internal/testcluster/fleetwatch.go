@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"testing"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // FleetWatch samples every LRP whose guid starts with a prefix, one statement over the whole
@@ -17,7 +20,8 @@ type FleetWatch struct {
 	// sampling's, which a benchmark leaves out of the system's.
 	BackendPID int
 
-	c       *Cluster
+	t       testing.TB
+	db      *sqlx.DB
 	stop    chan struct{}
 	done    chan struct{}
 	mu      sync.Mutex
@@ -38,14 +42,22 @@ type groupBudget struct {
 // WatchFleet starts sampling the LRPs of prefix, each of n instances.
 func (c *Cluster) WatchFleet(prefix string, n int) *FleetWatch {
 	c.t.Helper()
-	w := &FleetWatch{c: c, stop: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}}
+	return WatchFleet(c.t, c.Store.DB(), prefix, n)
+}
+
+// WatchFleet starts sampling the LRPs of prefix in the BBS database db, each of n
+// instances: that of a cluster of this package, or of one in processes of its own (a
+// benchmark of `bbs cluster`).
+func WatchFleet(t testing.TB, db *sqlx.DB, prefix string, n int) *FleetWatch {
+	t.Helper()
+	w := &FleetWatch{t: t, db: db, stop: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}}
 	// One connection of its own, so that its backend's CPU is the sampling's alone.
-	conn, err := c.Store.DB().Connx(context.Background())
+	conn, err := db.Connx(context.Background())
 	if err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if err := conn.GetContext(context.Background(), &w.BackendPID, `SELECT pg_backend_pid()`); err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 	go func() {
 		defer close(w.done)
@@ -143,7 +155,7 @@ func (w *FleetWatch) History(guid string) string {
 		Name string    `db:"name"`
 		Data string    `db:"data"`
 	}
-	err := w.c.Store.DB().SelectContext(context.Background(), &rows, `SELECT created_at, name, data::text AS data FROM events
+	err := w.db.SelectContext(context.Background(), &rows, `SELECT created_at, name, data::text AS data FROM events
 WHERE data::text LIKE '%' || $1 || '%' ORDER BY id`, `"`+guid+`"`)
 	if err != nil {
 		return err.Error()
@@ -158,16 +170,16 @@ WHERE data::text LIKE '%' || $1 || '%' ORDER BY id`, `"`+guid+`"`)
 // Finish stops sampling, fails the test on any violation or on an LRP never sampled, and
 // returns the number of samples.
 func (w *FleetWatch) Finish(lrps int) int {
-	w.c.t.Helper()
+	w.t.Helper()
 	close(w.stop)
 	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.bad) > 0 {
-		w.c.t.Fatalf("the invariant broke:\n%s\nthe first LRP's instance events:\n%s", strings.Join(w.bad, "\n"), w.History(w.first))
+		w.t.Fatalf("the invariant broke:\n%s\nthe first LRP's instance events:\n%s", strings.Join(w.bad, "\n"), w.History(w.first))
 	}
 	if len(w.seen) != lrps || w.samples < 10 {
-		w.c.t.Fatalf("%d samples saw %d of %d LRPs", w.samples, len(w.seen), lrps)
+		w.t.Fatalf("%d samples saw %d of %d LRPs", w.samples, len(w.seen), lrps)
 	}
 	return w.samples
 }
