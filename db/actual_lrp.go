@@ -382,36 +382,21 @@ func (r *scannedRow) kept() actualRow {
 // grouped claims and starts read and write hundreds of instances a statement). It runs in
 // transactions, where the lists' driver-level read (eachDriverRow) cannot.
 func queryActualRows(ctx context.Context, q sqlx.QueryerContext, query string, args ...any) ([]actualRow, error) {
-	out, _, err := queryFlaggedActualRows(ctx, q, false, query, args...)
-	return out, err
-}
-
-// queryFlaggedActualRows is queryActualRows for a query that, when flagged, selects one
-// boolean after actualColumns: each row's flag is returned beside it.
-func queryFlaggedActualRows(ctx context.Context, q sqlx.QueryerContext, flagged bool, query string, args ...any) ([]actualRow, []bool, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer rows.Close()
 	var out []actualRow
-	var flags []bool
 	var r scannedRow
-	var flag bool
 	fields := r.fields()
-	if flagged {
-		fields = append(fields, &flag)
-	}
 	for rows.Next() {
 		if err := rows.Scan(fields...); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		out = append(out, r.kept())
-		if flagged {
-			flags = append(flags, flag)
-		}
 	}
-	return out, flags, rows.Err()
+	return out, rows.Err()
 }
 
 // ActualLRPGroupByProcessGUIDAndIndex returns the group at an index of the LRP's active

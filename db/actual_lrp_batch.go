@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"slices"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -104,7 +103,7 @@ func (s *Store) reportInTx(ctx context.Context, tx *sqlx.Tx, reports []InstanceR
 			keys = append(keys, slotKey{r.Key.ProcessGUID, r.Key.DefinitionID, r.Key.Index})
 		}
 	}
-	rows, grouped, err := lockInstances(ctx, tx, keys, !start)
+	rows, err := lockInstances(ctx, tx, keys)
 	if err != nil {
 		return err
 	}
@@ -144,9 +143,7 @@ func (s *Store) reportInTx(ctx context.Context, tx *sqlx.Tx, reports []InstanceR
 		at[k] = true
 		befores, afters, of = append(befores, before), append(afters, after), append(of, i)
 	}
-	if !start && slices.ContainsFunc(afters, func(a model.ActualLRP) bool {
-		return grouped[slotKey{a.ProcessGUID, a.DefinitionID, a.Index}]
-	}) {
+	if !start {
 		if befores, afters, of, err = admitClaims(ctx, tx, befores, afters, of, results); err != nil {
 			return err
 		}
@@ -174,43 +171,29 @@ func (s *Store) reportInTx(ctx context.Context, tx *sqlx.Tx, reports []InstanceR
 }
 
 // lockInstances finds and locks the ordinary instances of keys, in key order (so that two
-// batches never wait on each other in a cycle); for claims, it also says which are the new
-// instances of a rollout group's member.
-func lockInstances(ctx context.Context, tx *sqlx.Tx, keys []slotKey, claims bool) (map[slotKey]*actualRow, map[slotKey]bool, error) {
+// batches never wait on each other in a cycle).
+func lockInstances(ctx context.Context, tx *sqlx.Tx, keys []slotKey) (map[slotKey]*actualRow, error) {
 	out := make(map[slotKey]*actualRow, len(keys))
 	if len(keys) == 0 {
-		return out, nil, nil
+		return out, nil
 	}
 	guids, defs, indices := make([]string, len(keys)), make([]string, len(keys)), make([]int64, len(keys))
 	for i, k := range keys {
 		guids[i], defs[i], indices[i] = k.guid, k.def, int64(k.index)
 	}
-	// Claims also learn, in the same read, which instances are a rollout group member's new
-	// ones: only a batch with one of those pays for the groups' per-cell budget
-	// (admitGroupClaims), where every claim batch once ran its statement.
-	groupedColumn := ""
-	if claims {
-		groupedColumn = `, EXISTS (SELECT 1 FROM rollouts r WHERE r.process_guid = a.process_guid
-    AND r.to_definition_id = a.definition_id AND r.group_id IS NOT NULL AND r.state IN ` + inProgressStates + `)`
-	}
-	rows, flags, err := queryFlaggedActualRows(ctx, tx, claims, `SELECT `+actualColumns+groupedColumn+` FROM actual_lrps a
+	rows, err := queryActualRows(ctx, tx, `SELECT `+actualColumns+` FROM actual_lrps
 WHERE (process_guid, definition_id, instance_index) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::int[]))
   AND presence = 'ORDINARY'
 ORDER BY process_guid, definition_id, instance_index
-FOR UPDATE OF a`, pq.StringArray(guids), pq.StringArray(defs), pq.Int64Array(indices))
+FOR UPDATE`, pq.StringArray(guids), pq.StringArray(defs), pq.Int64Array(indices))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	grouped := map[slotKey]bool{}
 	for i := range rows {
 		r := &rows[i]
-		k := slotKey{r.ProcessGUID, r.DefinitionID, r.Index}
-		out[k] = r
-		if claims && flags[i] {
-			grouped[k] = true
-		}
+		out[slotKey{r.ProcessGUID, r.DefinitionID, r.Index}] = r
 	}
-	return out, grouped, nil
+	return out, nil
 }
 
 // writeInstances is writeInstance for many ordinary instances with one statement; it returns

@@ -30,8 +30,7 @@ type groupBudget struct {
 // admitGroupClaims says which of claims (instances about to become CLAIMED on their cells,
 // in the caller's transaction) the per-cell budgets of rollout groups admit: refused[i] is
 // the refusal of claims[i], nil when admitted. A claim of no group's member costs one
-// indexed query; the batched claims skip even that unless their locking read
-// (lockInstances) found a member's instance among them.
+// indexed query.
 func admitGroupClaims(ctx context.Context, tx *sqlx.Tx, claims []model.ActualLRP) (refused []error, err error) {
 	if len(claims) == 0 {
 		return nil, nil
