@@ -234,7 +234,9 @@ func thousandRollouts(b *testing.B, s target, lrps int) {
 		if os.Getenv("BENCH_PGSS") != "" {
 			// Statements of the measured stretch only, on a DATABASE_URL server that loads
 			// pg_stat_statements (how docs/BENCHMARKS.md's statement counts are taken).
-			s.DB().ExecContext(ctx, `SELECT pg_stat_statements_reset()`)
+			if _, err := s.DB().ExecContext(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
+				b.Fatalf("BENCH_PGSS: %v", err)
+			}
 		}
 		start := time.Now()
 		parallel(b, lrps, func(j int) error {

@@ -22,56 +22,43 @@ func logRolloutTimelines(b *testing.B, s target, prefix string, n int) {
 	if err := s.DB().SelectContext(ctx, &ids, `SELECT workflow_id FROM rollouts WHERE process_guid LIKE $1 ORDER BY random() LIMIT $2`, prefix+"%", n); err != nil {
 		b.Fatal(err)
 	}
-	names := []string{"start → first task started", "first task's work", "walk scheduled → started", "walk started → completed", "walk completed → end"}
-	spans := make([][]time.Duration, len(names))
+	stretches := []struct {
+		name     string
+		from, to enumspb.EventType
+	}{
+		{"start → first task started", enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED},
+		{"first task's work", enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED, enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED},
+		{"walk scheduled → started", enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED},
+		{"walk started → completed", enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED, enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED},
+		{"walk completed → end", enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
+	}
+	spans := make([][]time.Duration, len(stretches))
 	for _, id := range ids {
-		var started, firstTaskStarted, firstTaskDone, actScheduled, actStarted, actDone, end time.Time
+		// The first event of each type: the first workflow task is the one before the walk, the
+		// first activity the walk.
+		first := map[enumspb.EventType]time.Time{}
 		it := s.TemporalClient().GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
 			e, err := it.Next()
 			if err != nil {
 				b.Fatal(err)
 			}
-			at := e.GetEventTime().AsTime()
-			switch e.GetEventType() {
-			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-				started = at
-			case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
-				if firstTaskStarted.IsZero() {
-					firstTaskStarted = at
-				}
-			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-				if firstTaskDone.IsZero() {
-					firstTaskDone = at
-				}
-			case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-				if actScheduled.IsZero() {
-					actScheduled = at
-				}
-			case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-				if actStarted.IsZero() {
-					actStarted = at
-				}
-			case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-				if actDone.IsZero() {
-					actDone = at
-				}
-			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
-				end = at
+			if _, seen := first[e.GetEventType()]; !seen {
+				first[e.GetEventType()] = e.GetEventTime().AsTime()
 			}
 		}
-		pairs := [][2]time.Time{{started, firstTaskStarted}, {firstTaskStarted, firstTaskDone},
-			{actScheduled, actStarted}, {actStarted, actDone}, {actDone, end}}
-		for k, p := range pairs {
-			if !p[0].IsZero() && !p[1].IsZero() {
-				spans[k] = append(spans[k], p[1].Sub(p[0]))
+		for k, st := range stretches {
+			from, ok1 := first[st.from]
+			to, ok2 := first[st.to]
+			if ok1 && ok2 {
+				spans[k] = append(spans[k], to.Sub(from))
 			}
 		}
 	}
 	var sb strings.Builder
-	for k, name := range names {
+	for k, st := range stretches {
 		if len(spans[k]) > 0 {
-			fmt.Fprintf(&sb, "%s %s/%s; ", name, percentile(spans[k], 0.5).Round(time.Millisecond), percentile(spans[k], 0.9).Round(time.Millisecond))
+			fmt.Fprintf(&sb, "%s %s/%s; ", st.name, percentile(spans[k], 0.5).Round(time.Millisecond), percentile(spans[k], 0.9).Round(time.Millisecond))
 		}
 	}
 	b.Logf("%d rollouts' lives in Temporal, p50/p90: %s", len(ids), sb.String())

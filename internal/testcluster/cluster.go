@@ -153,14 +153,19 @@ func New(t testing.TB, opts Options) *Cluster {
 	if err != nil {
 		t.Fatalf("BBS_DB_STATEMENT_CACHE: %v", err)
 	}
-	store, err := db.Open(context.Background(), dbURL, db.WithStatementCache(prepare), db.WithProtobufPatcher(protocol.PatchDefinitionProtobuf))
-	if err != nil {
-		t.Fatalf("open the test database: %v", err)
+	// open opens a store on the test database for one process's part (the API, the worker).
+	open := func(part string) *db.Store {
+		st, err := db.Open(context.Background(), dbURL, db.WithStatementCache(prepare), db.WithProtobufPatcher(protocol.PatchDefinitionProtobuf))
+		if err != nil {
+			t.Fatalf("open the test database for the %s: %v", part, err)
+		}
+		t.Cleanup(func() { st.Close() })
+		if opts.RestartPolicy != nil {
+			st.SetRestartPolicy(*opts.RestartPolicy)
+		}
+		return st
 	}
-	t.Cleanup(func() { store.Close() })
-	if opts.RestartPolicy != nil {
-		store.SetRestartPolicy(*opts.RestartPolicy)
-	}
+	store := open("API")
 	c := &Cluster{Store: store, DatabaseURL: dbURL, Stopper: &cellapi.Stopper{Cells: store, Client: cellapi.NewClient(nil)}, t: t, backend: opts.Backend, opts: opts, log: log}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	t.Cleanup(c.Stop)
@@ -197,14 +202,7 @@ func New(t testing.TB, opts Options) *Cluster {
 	// The worker has a store (a connection pool) of its own, as `bbs worker` has beside `bbs
 	// api`: sharing the API's, a thousand rollouts' waits and steps queued the API's requests
 	// (the cells' reports, the updates) behind them.
-	wstore, err := db.Open(context.Background(), dbURL, db.WithStatementCache(prepare), db.WithProtobufPatcher(protocol.PatchDefinitionProtobuf))
-	if err != nil {
-		t.Fatalf("open the test database for the worker: %v", err)
-	}
-	t.Cleanup(func() { wstore.Close() })
-	if opts.RestartPolicy != nil {
-		wstore.SetRestartPolicy(*opts.RestartPolicy)
-	}
+	wstore := open("worker")
 	c.WorkerStore = wstore
 	wcfg := system.WorkerConfig{
 		Store: wstore, Temporal: c.Temporal, TaskQueue: c.TaskQueue,
