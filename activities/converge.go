@@ -107,6 +107,11 @@ type ConvergeOutput struct {
 	StopFailed     bool `json:"stop_failed,omitempty"`
 }
 
+// ConvergeHeartbeat is how often a convergence activity (a pass, or resuming the rollouts)
+// heartbeats while it runs, so that a worker that dies mid-pass is noticed within a few of
+// these (the workflow's heartbeat timeout) rather than the pass's start-to-close timeout.
+const ConvergeHeartbeat = 2 * time.Second
+
 // Converge runs one pass over the store and asks cells to stop what must stop. It is
 // idempotent: every step of the pass is, and stop requests may repeat.
 //
@@ -123,6 +128,7 @@ func (c *Converger) Converge(ctx context.Context, in ConvergeInput) (ConvergeOut
 	if log == nil {
 		log = zap.NewNop()
 	}
+	defer heartbeatEvery(ctx, ConvergeHeartbeat)()
 	began := time.Now()
 	res, err := c.Store.Converge(ctx, db.ConvergeOptions{StaleUnclaimed: in.StaleUnclaimed, RetiredHistory: in.RetiredHistory,
 		EventRetention: c.EventRetention, EventsKept: c.EventsKept})

@@ -58,6 +58,7 @@ func (r *Resumer) ResumeRollouts(ctx context.Context, _ ResumeRolloutsInput) (Re
 	if r.Starter == nil {
 		return ResumeRolloutsOutput{}, nil // no rollout workflow wired (tests, tools)
 	}
+	defer heartbeatEvery(ctx, ConvergeHeartbeat)()
 	rollouts, err := r.Store.RolloutsInProgress(ctx)
 	if err != nil {
 		return ResumeRolloutsOutput{}, err

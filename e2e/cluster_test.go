@@ -96,6 +96,7 @@ func TestClusterKeepsServingThroughKills(t *testing.T) {
 	})
 
 	d := &devStack{p: p, api: c, routerPort: routerPort, dataDir: dataDir}
+	logOnFailure(t, d, "web", dataDir)
 	c.mustPost("/v1/desired_lrp/desire", obj{"desired_lrp": demoLRP("web", n)}, nil)
 	d.waitFor(t, "4 RUNNING on web", 60*time.Second, func() bool { return d.allOn("web", "web", n) })
 	cells := map[string]bool{}
@@ -223,4 +224,23 @@ func weightedThroughTheCluster(t *testing.T, d *devStack, c client) {
 	if !released {
 		t.Error("after the promotion the router did not clear the sticky cookie")
 	}
+}
+
+// logOnFailure logs, if t has failed by its cleanup, what a failed wait on a cluster leaves
+// to explain it: guid's instances and the last lines of each process's log in dataDir.
+func logOnFailure(t *testing.T, d *devStack, guid, dataDir string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, a := range d.instances(guid) {
+			t.Logf("%s/%d: %s %s on %s (%s) crashes %d %q retiring %v", guid, a.Index, a.State, a.DefinitionID, a.CellID, a.Presence, a.CrashCount, a.CrashReason, a.Retiring)
+		}
+		logs, _ := filepath.Glob(filepath.Join(dataDir, "*.log"))
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			t.Logf("the last lines of %s:\n%s", filepath.Base(l), strings.Join(lines[max(0, len(lines)-25):], "\n"))
+		}
+	})
 }

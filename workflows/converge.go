@@ -66,6 +66,12 @@ func ConvergeWorkflow(ctx workflow.Context, in ConvergeWorkflowInput) (ConvergeW
 		// a loaded database without letting a stuck pass hold the schedule (overlap SKIP)
 		// for long.
 		StartToCloseTimeout: 2 * time.Minute,
+		// A pass whose worker died (killed, or stopped with the cluster) is retried on
+		// another within this, instead of holding the schedule (overlap SKIP) until its
+		// start-to-close timeout: a cluster restarted after a pass had made its stopping
+		// cells' instances SUSPECT waited those two minutes with every index served twice.
+		// The activities heartbeat every activities.ConvergeHeartbeat while they run.
+		HeartbeatTimeout: 5 * activities.ConvergeHeartbeat,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,

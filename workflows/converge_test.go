@@ -181,6 +181,78 @@ func TestConvergenceScheduleOnDevServer(t *testing.T) {
 	}
 }
 
+// stuckPasses is a ConvergeStore whose passes never return and ignore their context, as a
+// worker killed mid-pass leaves its attempt: no result, and (its heartbeats stopped with it)
+// no sign of life.
+type stuckPasses struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s stuckPasses) Converge(context.Context, db.ConvergeOptions) (*db.ConvergeResult, error) {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
+	<-s.release
+	return nil, errors.New("a pass of a worker that had gone")
+}
+
+// A pass whose worker dies is retried on another worker once its heartbeats stop, not after
+// the pass's start-to-close timeout: overlap SKIP holds every scheduled pass behind it until
+// then. A cluster stopped while a pass ran (its cells had just withdrawn) came back with each
+// index served by a SUSPECT and its replacement for the two minutes of that timeout.
+func TestConvergencePassOfADeadWorkerIsRetriedAfterItsHeartbeats(t *testing.T) {
+	c := temporaltest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	store := dbtest.NewStore(t)
+	stuck := stuckPasses{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	defer close(stuck.release)
+	dying := bbsworker.New(c, "test-queue", bbsworker.Deps{ConvergeStore: stuck, ResumeStore: store, Rollouts: noStarter{},
+		Log: zaptest.NewLogger(t)})
+	if err := dying.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := workflows.EnsureConvergenceSchedule(ctx, c, 1000*time.Hour, "test-queue"); err != nil {
+		t.Fatal(err)
+	}
+	if err := workflows.TriggerConvergence(ctx, c, "test-queue"); err != nil {
+		t.Fatal(err)
+	}
+	run := triggeredRun(ctx, t, c)
+	select {
+	case <-stuck.entered:
+	case <-ctx.Done():
+		t.Fatal("the pass never reached the first worker")
+	}
+	dying.Stop()
+
+	w := bbsworker.New(c, "test-queue", bbsworker.Deps{ConvergeStore: store, ResumeStore: store, Rollouts: noStarter{},
+		Log: zaptest.NewLogger(t)})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := c.GetWorkflow(ctx, run.WorkflowID, run.FirstExecutionRunID).Get(ctx, nil); err != nil {
+		t.Fatalf("the pass after its first worker died: %v", err)
+	}
+	iter := c.GetWorkflowHistory(ctx, run.WorkflowID, run.FirstExecutionRunID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && a.Attempt > 1 {
+			if tt := a.GetLastFailure().GetTimeoutFailureInfo().GetTimeoutType(); tt != enumspb.TIMEOUT_TYPE_HEARTBEAT {
+				t.Fatalf("the pass was retried after a %v timeout (failure %v), want its heartbeat's", tt, a.GetLastFailure())
+			}
+			return
+		}
+	}
+	t.Fatal("the pass completed without a retry: the first worker's attempt did not die with it")
+}
+
 // triggeredRun waits for the schedule to start the triggered workflow.
 func triggeredRun(ctx context.Context, t *testing.T, c client.Client) *client.ScheduleWorkflowExecution {
 	t.Helper()
