@@ -74,8 +74,16 @@ func startBin(t *testing.T, bin string, env []string, args ...string) *process {
 		select {
 		case <-p.done:
 		default:
-			cmd.Process.Kill()
-			<-p.done
+			// Interrupted first: bbs dev and bbs cluster stop their children on it, and a
+			// bbs cluster killed outright left its Temporal server and UI running (a failed
+			// cluster test did).
+			cmd.Process.Signal(os.Interrupt)
+			select {
+			case <-p.done:
+			case <-time.After(time.Minute):
+				cmd.Process.Kill()
+				<-p.done
+			}
 		}
 		if t.Failed() {
 			t.Logf("bbs %v output:\n%s", args, p.out.String())
