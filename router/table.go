@@ -254,9 +254,9 @@ func (t *Table) unindexLocked(guid string, hosts []string) {
 }
 
 // rebuildLRPLocked derives the routes of the hosts guid's routes name. An event changes one
-// LRP or one instance, so it costs that LRP's hosts, not the fleet: rebuilding the whole map
-// per event cost 59 ms an event at 10,000 routed LRPs (BenchmarkSetInstance; now 2.4 µs), and the
-// instance events of every rollout went through it.
+// LRP or one instance, so it costs that LRP's hosts, not the fleet: rebuilding the whole
+// map per event cost 59 ms an event at 10,000 routed LRPs (BenchmarkSetInstance; now
+// 2.4 µs), and the instance events of every rollout went through it.
 func (t *Table) rebuildLRPLocked(guid string) {
 	if l, ok := t.lrps[guid]; ok {
 		t.rebuildHostsLocked(hostsOf(l)...)
