@@ -19,6 +19,10 @@ import (
 	"go.uber.org/zap/zaptest"
 )
 
+// TestMain gives the package's tests a real PostgreSQL and stops it afterwards (without it,
+// every run left its throwaway server behind).
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
 // receiver counts the callbacks of each task; it answers 503 while down.
 type receiver struct {
 	*httptest.Server
