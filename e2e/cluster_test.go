@@ -123,7 +123,7 @@ func TestClusterKeepsServingThroughKills(t *testing.T) {
 	v2 := demoDefinition("v2", "v2")
 	v2["action"] = obj{"run": obj{"path": "/bin/sh", "args": []string{"-c", "sleep 1; exec " + demoBin}}}
 	c.mustPost("/v1/desired_lrp/update", obj{"process_guid": "web", "update": obj{"definition": v2}}, nil)
-	d.waitFor(t, "the rollout to update index 0", 30*time.Second, func() bool { return d.rollout("web").UpdatedInstances >= 1 })
+	d.waitFor(t, "the rollout to update index 0", 60*time.Second, func() bool { return d.rollout("web").UpdatedInstances >= 1 })
 	apiPID, workerPID := pidOf(t, dataDir, "api-1"), pidOf(t, dataDir, "worker-1")
 	for _, pid := range []int{apiPID, workerPID} {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
