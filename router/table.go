@@ -131,8 +131,14 @@ func (t *Table) SetLRP(l LRP) {
 	t.lrps[l.ProcessGUID] = l
 	t.indexLocked(l.ProcessGUID, l)
 	t.splits[l.ProcessGUID] = newer(t.splits[l.ProcessGUID], l.Traffic)
-	t.rebuildHostsLocked(old...)
-	t.rebuildLRPLocked(l.ProcessGUID)
+	// The hosts it left and the hosts it names now, each rebuilt once.
+	affected := old
+	for _, h := range hostsOf(l) {
+		if !slices.Contains(affected, h) {
+			affected = append(affected, h)
+		}
+	}
+	t.rebuildHostsLocked(affected...)
 }
 
 // SetSplit applies an LRP's traffic split unless the table has a later generation, and
